@@ -1,0 +1,147 @@
+#include "kernelab/probe.h"
+
+#include <omp.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cstdlib>
+#include <ctime>
+#include <filesystem>
+#include <fstream>
+#include <memory>
+#include <nlohmann/json.hpp>
+
+#include "kernelab/error.h"
+
+namespace kl {
+
+namespace {
+using clk = std::chrono::steady_clock;
+
+double seconds_since(clk::time_point t0) { return std::chrono::duration<double>(clk::now() - t0).count(); }
+
+// STREAM triad over arrays well past the last-level cache; best of several repetitions.
+double measure_triad(size_t n, int reps) {
+  std::unique_ptr<double[]> a(new double[n]), b(new double[n]), c(new double[n]);
+#pragma omp parallel for schedule(static)
+  for (size_t i = 0; i < n; ++i) {  // first touch by the thread that will use the page
+    a[i] = 0;
+    b[i] = 1.0 + static_cast<double>(i % 7);
+    c[i] = 2.0;
+  }
+  const double s = 3.0;
+  double best = 1e30;
+  for (int r = 0; r < reps; ++r) {
+    auto t0 = clk::now();
+#pragma omp parallel for schedule(static)
+    for (size_t i = 0; i < n; ++i) a[i] = b[i] + s * c[i];
+    best = std::min(best, seconds_since(t0));
+  }
+  if (a[n / 2] != b[n / 2] + s * c[n / 2]) runtime_failure("probe: triad computed a wrong value");
+  return 3.0 * static_cast<double>(n) * sizeof(double) / best;
+}
+
+typedef float v16 __attribute__((vector_size(64)));
+
+// Ten independent FMA chains of 16 lanes: enough to cover FMA latency on current cores.
+double fma_loop(long iters) {
+  v16 acc[10];
+  for (int k = 0; k < 10; ++k) acc[k] = v16{} + 0.001f * static_cast<float>(k);
+  const v16 m = v16{} + 0.999999f, add = v16{} + 0.000001f;
+  for (long i = 0; i < iters; ++i)
+    for (int k = 0; k < 10; ++k) acc[k] = acc[k] * m + add;
+  float sink = 0;
+  for (int k = 0; k < 10; ++k) sink += acc[k][0];
+  return sink;
+}
+
+double measure_fma(int threads) {
+  const long iters = 20'000'000;
+  double best = 1e30;
+  volatile double sink = 0;
+  for (int r = 0; r < 3; ++r) {
+    auto t0 = clk::now();
+#pragma omp parallel num_threads(threads) reduction(+ : sink)
+    sink += fma_loop(iters);
+    best = std::min(best, seconds_since(t0));
+  }
+  return 2.0 * 10 * 16 * static_cast<double>(iters) * threads / best;
+}
+
+std::string utc_now() {
+  std::time_t t = std::time(nullptr);
+  char buf[32];
+  std::strftime(buf, sizeof buf, "%Y-%m-%dT%H:%M:%SZ", std::gmtime(&t));
+  return buf;
+}
+
+}  // namespace
+
+nlohmann::json host_ceilings_json(const HostCeilings& h) {
+  return {{"cpu", h.cpu},
+          {"threads", h.threads},
+          {"triad_bytes_per_s", h.triad_bytes_per_s},
+          {"triad_array_bytes", h.triad_array_bytes},
+          {"fma_flops_1t", h.fma_flops_1t},
+          {"fma_flops_all", h.fma_flops_all},
+          {"measured_at", h.measured_at},
+          {"path", h.path}};
+}
+
+std::string host_cpu_name() {
+  std::ifstream f("/proc/cpuinfo");
+  std::string line;
+  while (std::getline(f, line))
+    if (line.rfind("model name", 0) == 0) return line.substr(line.find(':') + 2);
+  return "unknown CPU";
+}
+
+std::string host_ceilings_path() {
+  if (const char* p = std::getenv("KERNELAB_PROBE_FILE")) return p;
+  const char* cache = std::getenv("XDG_CACHE_HOME");
+  const char* home = std::getenv("HOME");
+  std::string dir = cache ? std::string(cache) : (home ? std::string(home) + "/.cache" : "/tmp");
+  return dir + "/kernelab/host-ceilings.json";
+}
+
+HostCeilings probe_host() {
+  HostCeilings h;
+  h.cpu = host_cpu_name();
+  h.threads = omp_get_max_threads();
+  const size_t n = size_t{64} << 20;  // 512 MiB per array: past any last-level cache here
+  h.triad_array_bytes = static_cast<double>(n * sizeof(double));
+  h.triad_bytes_per_s = measure_triad(n, 5);
+  h.fma_flops_1t = measure_fma(1);
+  h.fma_flops_all = measure_fma(h.threads);
+  h.measured_at = utc_now();
+  h.path = host_ceilings_path();
+  std::filesystem::create_directories(std::filesystem::path(h.path).parent_path());
+  std::ofstream(h.path) << host_ceilings_json(h).dump(2) << "\n";
+  return h;
+}
+
+HostCeilings load_or_probe_host(bool quiet) {
+  const std::string path = host_ceilings_path();
+  std::ifstream f(path);
+  if (f) {
+    try {
+      nlohmann::json j = nlohmann::json::parse(f);
+      HostCeilings h;
+      h.cpu = j.at("cpu");
+      h.threads = j.at("threads");
+      h.triad_bytes_per_s = j.at("triad_bytes_per_s");
+      h.triad_array_bytes = j.at("triad_array_bytes");
+      h.fma_flops_1t = j.at("fma_flops_1t");
+      h.fma_flops_all = j.at("fma_flops_all");
+      h.measured_at = j.at("measured_at");
+      h.path = path;
+      if (h.cpu == host_cpu_name() && h.threads == omp_get_max_threads() && h.triad_bytes_per_s > 0) return h;
+    } catch (const std::exception&) {
+      // A stale or damaged file: measure again below.
+    }
+  }
+  if (!quiet) std::fprintf(stderr, "kernelab: no stored ceilings for this CPU; running probe (a few seconds)\n");
+  return probe_host();
+}
+
+}  // namespace kl

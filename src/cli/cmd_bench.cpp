@@ -1,0 +1,153 @@
+#include <fmt/format.h>
+#include <nlohmann/json.hpp>
+
+#include "cli/common.h"
+#include "kernelab/error.h"
+#include "kernelab/ladder.h"
+#include "report/report.h"
+
+namespace kl::cli {
+
+namespace {
+struct BenchFlags {
+  std::string op, backend;
+  std::vector<std::string> variants;
+  bool json = false, cold = false;
+  double max_seconds = 1.0;
+  ProblemFlags problem;
+
+  void attach(CLI::App& sub) {
+    sub.add_option("op", op, "the op")->required();
+    sub.add_option("--backend", backend, "cpu, cuda or sim (default: every backend present)");
+    sub.add_option("--variant", variants, "variants to run (default: all)")->delimiter(',');
+    sub.add_flag("--json", json, "print one JSON object");
+    sub.add_flag("--cold", cold, "flush caches before every timed run");
+    sub.add_option("--max-seconds", max_seconds, "timing budget per point after warm-up")->check(CLI::PositiveNumber);
+    problem.attach(sub);
+  }
+};
+
+// Benchmarks every chosen variant on p on each present device.
+std::vector<Point> run_points(const Op& op, const Problem& p, const BenchFlags& f, DeviceSet& devs) {
+  BenchOptions opt;
+  opt.cold = f.cold;
+  opt.max_seconds = f.max_seconds;
+  std::vector<Point> points;
+  for (const Variant* v : chosen_variants(op, f.variants)) {
+    Device* dev = find_device(devs, v->backend);
+    if (!dev || v->supports(p)) {
+      if (!f.variants.empty() && !dev) runtime_failure(fmt::format("variant {} needs the {} backend, which is not present", v->name, backend_name(v->backend)));
+      if (!f.variants.empty()) bad_input(fmt::format("variant {} does not support {}: {}", v->name, p.label(), *v->supports(p)));
+      continue;
+    }
+    if (!f.json) fmt::print(stderr, "  timing {} {} ...\n", v->name, p.label());
+    points.push_back(bench_variant(op, *v, p, *dev, opt));
+  }
+  return points;
+}
+
+void print_ladders(const std::vector<Ladder>& ladders) {
+  for (const Ladder& L : ladders) {
+    fmt::print("\n{} {} {} on {} ({})\n", L.op, L.label, L.dtype, L.backend, L.device);
+    std::vector<std::vector<std::string>> rows;
+    for (const LadderRow& r : L.rows) {
+      const Point& p = r.point;
+      rows.push_back({p.variant + (p.peer ? " (peer)" : ""), format_seconds(p.median_s),
+                      fmt::format("{}-{}", format_seconds(p.p10_s), format_seconds(p.p90_s)), fmt::format("{:.3f}", p.tflops),
+                      fmt::format("{:.1f}", p.gbps), fmt::format("{:.1f}% ({})", p.pct_of_bound, p.bound),
+                      format_ratio(r.vs_below), format_ratio(r.vs_peer), fmt::format("{:.1e}", p.max_rel_err)});
+    }
+    print_table({"variant", "median", "p10-p90", "TFLOP/s", "GB/s", "of bound", "vs below", "vs peer", "max_rel_err"}, rows);
+  }
+}
+
+nlohmann::json points_json(const std::vector<Point>& points) {
+  nlohmann::json arr = nlohmann::json::array();
+  for (const Point& p : points) arr.push_back(point_to_json(p));
+  return arr;
+}
+}  // namespace
+
+void add_bench(CLI::App& app) {
+  auto* sub = app.add_subcommand("bench", "the ladder table of one op on one problem");
+  static BenchFlags f;
+  f.attach(*sub);
+  sub->callback([] {
+    const Op& op = find_op(f.op);
+    Problem p = f.problem.problem(op);
+    DeviceSet devs = open_devices(wanted_backends(f.backend));
+    if (devs.present.empty()) runtime_failure("backend " + devs.absent.front());
+    std::vector<Point> points = run_points(op, p, f, devs);
+    if (points.empty()) bad_input(fmt::format("no variant of {} runs {} on the backends present", op.name, p.label()));
+    if (f.json) {
+      fmt::print("{}\n", nlohmann::json{{"points", points_json(points)}, {"absent_backends", devs.absent}}.dump(2));
+      return;
+    }
+    print_ladders(make_ladders(points));
+    for (const std::string& a : devs.absent) fmt::print("not run: {}\n", a);
+  });
+}
+
+void add_sweep(CLI::App& app) {
+  auto* sub = app.add_subcommand("sweep", "the ladder over one shape axis, with the crossovers");
+  static BenchFlags f;
+  static std::string axis;
+  f.attach(*sub);
+  sub->add_option("--axis", axis, "NAME=v1,v2,...")->required();
+  sub->callback([] {
+    const Op& op = find_op(f.op);
+    auto eq = axis.find('=');
+    if (eq == std::string::npos || eq == 0 || eq + 1 == axis.size()) bad_input(fmt::format("--axis '{}' is not NAME=v1,v2,...", axis));
+    const std::string name = axis.substr(0, eq);
+    std::vector<std::string> values;
+    for (size_t at = eq + 1; at <= axis.size();) {
+      size_t next = axis.find(',', at);
+      if (next == std::string::npos) next = axis.size();
+      values.push_back(axis.substr(at, next - at));
+      at = next + 1;
+    }
+    const bool is_dim = std::any_of(op.dims.begin(), op.dims.end(), [&](const DimSpec& d) { return d.name == name; });
+    const bool is_opt = std::any_of(op.opts.begin(), op.opts.end(), [&](const OptSpec& o) { return o.name == name; });
+    if (!is_dim && !is_opt) bad_input(fmt::format("op {} has no axis '{}'", op.name, name));
+    DeviceSet devs = open_devices(wanted_backends(f.backend));
+    if (devs.present.empty()) runtime_failure("backend " + devs.absent.front());
+    std::vector<Point> points;
+    for (const std::string& value : values) {
+      auto dims = f.problem.given_dims(op);
+      auto opts = f.problem.given_opts(op);
+      if (is_dim) {
+        size_t used = 0;
+        int64_t x = 0;
+        try {
+          x = std::stoll(value, &used);
+        } catch (const std::exception&) {
+          used = 0;
+        }
+        if (used != value.size() || value.empty()) bad_input(fmt::format("axis value '{}' of {} is not an integer", value, name));
+        dims[name] = x;
+      } else {
+        opts[name] = value;
+      }
+      Problem p = make_problem(op, f.problem.dtype(op), dims, opts);
+      for (Point& pt : run_points(op, p, f, devs)) points.push_back(pt);
+    }
+    auto ladders = make_ladders(points);
+    auto crossovers = find_crossovers(ladders, name);
+    if (f.json) {
+      nlohmann::json cj = nlohmann::json::array();
+      for (const Crossover& c : crossovers)
+        cj.push_back({{"op", c.op}, {"variant", c.variant}, {"below", c.below}, {"backend", c.backend}, {"dtype", c.dtype},
+                      {"axis", name}, {"value", c.axis_value}, {"speedup", c.speedup}});
+      fmt::print("{}\n", nlohmann::json{{"axis", name}, {"points", points_json(points)}, {"crossovers", cj},
+                                        {"absent_backends", devs.absent}}.dump(2));
+      return;
+    }
+    print_ladders(ladders);
+    fmt::print("\ncrossovers along {} (a rung slower than the rung below):\n", name);
+    if (crossovers.empty()) fmt::print("  none: every rung is at least as fast as the one below at every value\n");
+    for (const Crossover& c : crossovers)
+      fmt::print("  {}={}: {} is {:.2f}x the speed of {} ({} {})\n", name, c.axis_value, c.variant, c.speedup, c.below, c.backend, c.dtype);
+  });
+}
+
+}  // namespace kl::cli

@@ -1,0 +1,109 @@
+#include "cli/common.h"
+
+#include <algorithm>
+#include <fmt/format.h>
+#include <set>
+
+#include "kernelab/error.h"
+
+namespace kl::cli {
+
+std::string flag_name(const std::string& name) {
+  std::string f = "--" + name;
+  std::replace(f.begin(), f.end(), '_', '-');
+  return f;
+}
+
+void ProblemFlags::attach(CLI::App& app) {
+  app_ = &app;
+  std::set<std::string> seen;
+  for (const Op& op : registry()) {
+    for (const DimSpec& d : op.dims)
+      if (seen.insert(d.name).second) app.add_option(flag_name(d.name), dims_[d.name], d.help);
+    for (const OptSpec& o : op.opts)
+      if (seen.insert(o.name).second) app.add_option(flag_name(o.name), opts_[o.name], o.help);
+  }
+  app.add_option("--dtype", dtype_flag, "fp32, fp16, bf16, ...");
+}
+
+std::map<std::string, int64_t> ProblemFlags::given_dims(const Op& op) const {
+  std::map<std::string, int64_t> out;
+  for (const auto& [name, value] : dims_) {
+    if (app_->count(flag_name(name)) == 0) continue;
+    bool known = std::any_of(op.dims.begin(), op.dims.end(), [&](const DimSpec& d) { return d.name == name; });
+    if (!known) bad_input(fmt::format("op {} has no shape option {}", op.name, flag_name(name)));
+    out[name] = value;
+  }
+  return out;
+}
+
+std::map<std::string, std::string> ProblemFlags::given_opts(const Op& op) const {
+  std::map<std::string, std::string> out;
+  for (const auto& [name, value] : opts_) {
+    if (app_->count(flag_name(name)) == 0) continue;
+    bool known = std::any_of(op.opts.begin(), op.opts.end(), [&](const OptSpec& o) { return o.name == name; });
+    if (!known) bad_input(fmt::format("op {} has no option {}", op.name, flag_name(name)));
+    out[name] = value;
+  }
+  return out;
+}
+
+DType ProblemFlags::dtype(const Op& op) const {
+  if (dtype_flag.empty()) return op.dtypes.front();
+  auto t = parse_dtype(dtype_flag);
+  if (!t) bad_input(fmt::format("unknown dtype '{}'", dtype_flag));
+  return *t;
+}
+
+Problem ProblemFlags::problem(const Op& op) const { return make_problem(op, dtype(op), given_dims(op), given_opts(op)); }
+
+std::vector<Backend> wanted_backends(const std::string& flag) {
+  if (flag.empty()) return {Backend::cpu, Backend::cuda, Backend::sim};
+  auto b = parse_backend(flag);
+  if (!b) bad_input(fmt::format("unknown backend '{}' (known: cpu, cuda, sim)", flag));
+  return {*b};
+}
+
+std::vector<const Variant*> chosen_variants(const Op& op, const std::vector<std::string>& names) {
+  std::vector<const Variant*> out;
+  if (names.empty()) {
+    for (const Variant& v : op.variants) out.push_back(&v);
+    return out;
+  }
+  for (const std::string& n : names) {
+    const Variant* v = op.find_variant(n);
+    if (!v) {
+      std::string known;
+      for (const Variant& x : op.variants) known += (known.empty() ? "" : ", ") + x.name;
+      bad_input(fmt::format("op {} has no variant '{}' (variants: {})", op.name, n, known));
+    }
+    out.push_back(v);
+  }
+  return out;
+}
+
+std::string format_seconds(double s) {
+  if (s < 1e-6) return fmt::format("{:.3g} ns", s * 1e9);
+  if (s < 1e-3) return fmt::format("{:.3g} us", s * 1e6);
+  if (s < 1) return fmt::format("{:.3g} ms", s * 1e3);
+  return fmt::format("{:.3g} s", s);
+}
+
+std::string format_ratio(const std::optional<double>& r) { return r ? fmt::format("{:.2f}x", *r) : ""; }
+
+void print_table(const std::vector<std::string>& header, const std::vector<std::vector<std::string>>& rows) {
+  std::vector<size_t> w(header.size());
+  for (size_t i = 0; i < header.size(); ++i) w[i] = header[i].size();
+  for (const auto& r : rows)
+    for (size_t i = 0; i < r.size() && i < w.size(); ++i) w[i] = std::max(w[i], r[i].size());
+  auto line = [&](const std::vector<std::string>& r) {
+    std::string s;
+    for (size_t i = 0; i < r.size(); ++i) s += fmt::format("{:<{}}", r[i], w[i] + 2);
+    while (!s.empty() && s.back() == ' ') s.pop_back();
+    fmt::print("{}\n", s);
+  };
+  line(header);
+  for (const auto& r : rows) line(r);
+}
+
+}  // namespace kl::cli

@@ -1,0 +1,54 @@
+// Pieces the subcommands share: the shape options of every op, backend selection, tables.
+#pragma once
+#include <CLI/CLI.hpp>
+#include <map>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "kernelab/device.h"
+#include "kernelab/harness.h"
+#include "kernelab/op.h"
+
+namespace kl::cli {
+
+// The union of all ops' dimension and option flags on one subcommand; problem() keeps the
+// ones given and refuses those the chosen op does not have.
+class ProblemFlags {
+ public:
+  void attach(CLI::App& app);
+  Problem problem(const Op& op) const;  // BadInput for a flag the op lacks
+  DType dtype(const Op& op) const;      // --dtype, else the op's first dtype
+  std::map<std::string, int64_t> given_dims(const Op& op) const;
+  std::map<std::string, std::string> given_opts(const Op& op) const;
+  std::string dtype_flag;
+
+ private:
+  std::map<std::string, int64_t> dims_;
+  std::map<std::string, std::string> opts_;
+  CLI::App* app_ = nullptr;
+};
+
+std::string flag_name(const std::string& name);  // "a_layout" -> "--a-layout"
+
+// Backends to run: --backend B, else every backend this build knows.
+std::vector<Backend> wanted_backends(const std::string& flag);
+
+// Variants of op on backend b that the user asked for (--variant, comma separated); BadInput
+// naming an unknown variant.
+std::vector<const Variant*> chosen_variants(const Op& op, const std::vector<std::string>& names);
+
+std::string format_seconds(double s);
+std::string format_ratio(const std::optional<double>& r);
+
+// Prints rows as an aligned text table.
+void print_table(const std::vector<std::string>& header, const std::vector<std::vector<std::string>>& rows);
+
+void add_check(CLI::App& app);
+void add_list(CLI::App& app);
+void add_bench(CLI::App& app);
+void add_sweep(CLI::App& app);
+void add_report(CLI::App& app);
+void add_probe(CLI::App& app);
+
+}  // namespace kl::cli

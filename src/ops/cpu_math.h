@@ -1,0 +1,59 @@
+// Small helpers for the CPU variants: typed element conversion and a vectorisable exp.
+#pragma once
+#include <cmath>
+#include <cstdint>
+#include <cstring>
+#include <utility>
+
+#include "kernelab/dtype.h"
+#include "kernelab/error.h"
+
+namespace kl::cpu {
+
+struct Half { uint16_t bits; };
+struct BHalf { uint16_t bits; };
+
+inline float to_float(float x) { return x; }
+inline float to_float(Half x) { return f16_to_float(x.bits); }
+inline float to_float(BHalf x) {  // bf16 is the top half of a float: exact by a shift
+  uint32_t u = static_cast<uint32_t>(x.bits) << 16;
+  float f;
+  std::memcpy(&f, &u, 4);
+  return f;
+}
+template <class T> T from_float(float f);
+template <> inline float from_float<float>(float f) { return f; }
+template <> inline Half from_float<Half>(float f) { return Half{float_to_f16(f)}; }
+template <> inline BHalf from_float<BHalf>(float f) { return BHalf{float_to_bf16(f)}; }
+
+// Calls fn(T{}) with the storage type of a floating dtype the CPU variants take.
+template <class Fn> void with_float_type(DType t, Fn&& fn) {
+  switch (t) {
+    case DType::f32: fn(float{}); return;
+    case DType::f16: fn(Half{}); return;
+    case DType::bf16: fn(BHalf{}); return;
+    default: bad_input("the CPU variants take fp32, fp16 and bf16, not " + std::string(dtype_name(t)));
+  }
+}
+
+// exp(x) for float, branch-free so loops over it vectorise: x = n ln2 + r, |r| <= ln2/2,
+// exp(r) by a degree-6 polynomial (relative error ~2e-7), 2^n built in the exponent bits.
+inline float fast_exp(float x) {
+  x = std::fmin(std::fmax(x, -87.0f), 88.0f);
+  const float round_magic = 12582912.0f;  // 1.5 * 2^23: adding it rounds to an integer
+  const float n = (x * 1.44269504088896341f + round_magic) - round_magic;
+  const float r = std::fma(n, -0.693145751953125f, std::fma(n, -1.428606765330187e-06f, x));
+  float p = 1.0f / 720;
+  p = std::fma(p, r, 1.0f / 120);
+  p = std::fma(p, r, 1.0f / 24);
+  p = std::fma(p, r, 1.0f / 6);
+  p = std::fma(p, r, 0.5f);
+  p = std::fma(p, r, 1.0f);
+  p = std::fma(p, r, 1.0f);
+  const int32_t bits = (static_cast<int32_t>(n) + 127) << 23;
+  float scale;
+  std::memcpy(&scale, &bits, 4);
+  return p * scale;
+}
+
+}  // namespace kl::cpu

@@ -1,0 +1,168 @@
+// CPU rungs of gemm.
+//   cpu_naive: the textbook triple loop over strided A and B, one thread, fp32 accumulation.
+//   cpu_tiled: A and B packed into cache-sized fp32 panels (KC x NC of B in L2, a KC x NR strip
+//              in L1) and a 6x32 register tile of FMAs per step, blocks of rows spread over cores.
+//   openblas:  the library peer (cblas_sgemm), fp32 only.
+#include <cblas.h>
+#include <omp.h>
+
+#include <algorithm>
+#include <cstring>
+
+#include "ops/cpu_math.h"
+#include "ops/gemm/gemm.h"
+
+namespace kl {
+
+namespace {
+using cpu::from_float;
+using cpu::to_float;
+
+// A strided matrix view of typed storage.
+template <class T> struct View {
+  const T* p;
+  int64_t s0, s1;
+  float at(int64_t r, int64_t c) const { return to_float(p[r * s0 + c * s1]); }
+};
+
+template <class T> View<T> view(const Tensor& t) { return {t.as<T>(), t.strides()[0], t.strides()[1]}; }
+
+template <class T> void naive(const Problem& p, const Args& a) {
+  const int64_t m = p.dim("m"), n = p.dim("n"), k = p.dim("k");
+  const float alpha = static_cast<float>(p.opt_number("alpha")), beta = static_cast<float>(p.opt_number("beta"));
+  const View<T> A = view<T>(a.in[0]), B = view<T>(a.in[1]);
+  const T* C = a.in[2].as<T>();
+  T* D = a.out[0].as<T>();
+  for (int64_t i = 0; i < m; ++i)
+    for (int64_t j = 0; j < n; ++j) {
+      float acc = 0;
+      for (int64_t l = 0; l < k; ++l) acc += A.at(i, l) * B.at(l, j);
+      D[i * n + j] = from_float<T>(alpha * acc + (beta != 0 ? beta * to_float(C[i * n + j]) : 0.0f));
+    }
+}
+
+// Blocking: an MR x NR register tile, KC x NR strips of B (L1), MC x KC blocks of A and
+// KC x NC panels of B (L2).
+constexpr int64_t MR = 6, NR = 32, KC = 256, MC = 120, NC = 1024;
+typedef float v16 __attribute__((vector_size(64)));
+
+inline v16 load16(const float* p) {
+  v16 v;
+  std::memcpy(&v, p, sizeof v);
+  return v;
+}
+
+// tile[MR][NR] = sum over l < kc of Ap[l][r] * Bp[l][j] (both packed, zero padded).
+inline void micro_kernel(int64_t kc, const float* Ap, const float* Bp, float* tile) {
+  v16 c[MR][2] = {};
+  for (int64_t l = 0; l < kc; ++l) {
+    const v16 b0 = load16(Bp + l * NR), b1 = load16(Bp + l * NR + 16);
+#pragma GCC unroll 6
+    for (int r = 0; r < MR; ++r) {
+      const float ar = Ap[l * MR + r];
+      c[r][0] += ar * b0;
+      c[r][1] += ar * b1;
+    }
+  }
+  for (int r = 0; r < MR; ++r) {
+    std::memcpy(tile + r * NR, &c[r][0], sizeof(v16));
+    std::memcpy(tile + r * NR + 16, &c[r][1], sizeof(v16));
+  }
+}
+
+size_t tiled_workspace(const Problem& p) {
+  const size_t acc = p.dtype == DType::f32 ? 0 : static_cast<size_t>(p.dim("m") * p.dim("n"));
+  return (acc + KC * NC + static_cast<size_t>(omp_get_max_threads()) * MC * KC) * sizeof(float);
+}
+
+template <class T> void tiled(const Problem& p, const Args& a) {
+  const int64_t m = p.dim("m"), n = p.dim("n"), k = p.dim("k");
+  const float alpha = static_cast<float>(p.opt_number("alpha")), beta = static_cast<float>(p.opt_number("beta"));
+  const View<T> A = view<T>(a.in[0]), B = view<T>(a.in[1]);
+  const T* C = a.in[2].as<T>();
+  // fp32 results accumulate in D itself; narrower ones in an fp32 buffer rounded once at the end.
+  float* W = std::is_same_v<T, float> ? reinterpret_cast<float*>(a.out[0].as<T>()) : static_cast<float*>(a.workspace);
+  float* Bp = static_cast<float*>(a.workspace) + (std::is_same_v<T, float> ? 0 : m * n);
+  float* Ap_all = Bp + KC * NC;
+#pragma omp parallel
+  {
+    float* Ap = Ap_all + omp_get_thread_num() * MC * KC;
+    alignas(64) float tile[MR * NR];
+    for (int64_t jc = 0; jc < n; jc += NC) {
+      const int64_t nc = std::min(NC, n - jc);
+      for (int64_t pc = 0; pc < k; pc += KC) {
+        const int64_t kc = std::min(KC, k - pc);
+#pragma omp for schedule(static)
+        for (int64_t js = 0; js < nc; js += NR)  // pack B panel: strips of NR columns, zero padded
+          for (int64_t l = 0; l < kc; ++l)
+            for (int64_t jj = 0; jj < NR; ++jj)
+              Bp[js * kc + l * NR + jj] = js + jj < nc ? B.at(pc + l, jc + js + jj) : 0.0f;
+#pragma omp for schedule(dynamic, 1)
+        for (int64_t ic = 0; ic < m; ic += MC) {
+          const int64_t mc = std::min(MC, m - ic);
+          for (int64_t is = 0; is < mc; is += MR)  // pack A block: panels of MR rows, zero padded
+            for (int64_t l = 0; l < kc; ++l)
+              for (int64_t ii = 0; ii < MR; ++ii)
+                Ap[is * kc + l * MR + ii] = is + ii < mc ? A.at(ic + is + ii, pc + l) : 0.0f;
+          for (int64_t js = 0; js < nc; js += NR)
+            for (int64_t is = 0; is < mc; is += MR) {
+              micro_kernel(kc, Ap + is * kc, Bp + js * kc, tile);
+              for (int64_t r = 0; r < std::min(MR, mc - is); ++r) {
+                const int64_t i = ic + is + r;
+                float* w = W + i * n + jc + js;
+                const int64_t cols = std::min(NR, nc - js);
+                if (pc == 0)
+                  for (int64_t j = 0; j < cols; ++j)
+                    w[j] = alpha * tile[r * NR + j] + (beta != 0 ? beta * to_float(C[i * n + jc + js + j]) : 0.0f);
+                else
+                  for (int64_t j = 0; j < cols; ++j) w[j] += alpha * tile[r * NR + j];
+              }
+            }
+        }
+      }
+    }
+    if constexpr (!std::is_same_v<T, float>) {
+      T* D = a.out[0].as<T>();
+#pragma omp for schedule(static)
+      for (int64_t i = 0; i < m * n; ++i) D[i] = from_float<T>(W[i]);
+    }
+  }
+}
+
+void openblas(const Problem& p, const Args& a) {
+  const int64_t m = p.dim("m"), n = p.dim("n"), k = p.dim("k");
+  const float alpha = static_cast<float>(p.opt_number("alpha")), beta = static_cast<float>(p.opt_number("beta"));
+  float* D = a.out[0].as<float>();
+  if (beta != 0) std::memcpy(D, a.in[2].as<float>(), static_cast<size_t>(m * n) * sizeof(float));
+  const bool ta = p.opt("a_layout") == "col", tb = p.opt("b_layout") == "col";
+  cblas_sgemm(CblasRowMajor, ta ? CblasTrans : CblasNoTrans, tb ? CblasTrans : CblasNoTrans, static_cast<int>(m),
+              static_cast<int>(n), static_cast<int>(k), alpha, a.in[0].as<float>(), static_cast<int>(ta ? m : k),
+              a.in[1].as<float>(), static_cast<int>(tb ? k : n), beta, D, static_cast<int>(n));
+}
+}  // namespace
+
+std::vector<Variant> gemm_cpu_variants() {
+  Variant nv;
+  nv.name = "cpu_naive";
+  nv.note = "the textbook triple loop over strided A and B on one thread, fp32 accumulation";
+  nv.run = [](const Problem& p, const Args& a) { cpu::with_float_type(p.dtype, [&](auto t) { naive<decltype(t)>(p, a); }); };
+  Variant tv;
+  tv.name = "cpu_tiled";
+  tv.note = "A and B packed into cache-sized fp32 panels and a 6x32 register tile of vector FMAs, row blocks over all cores";
+  tv.workspace_bytes = tiled_workspace;
+  tv.run = [](const Problem& p, const Args& a) { cpu::with_float_type(p.dtype, [&](auto t) { tiled<decltype(t)>(p, a); }); };
+  Variant ob;
+  ob.name = "openblas";
+  ob.peer = true;
+  ob.note = "OpenBLAS cblas_sgemm, the CPU library a user would otherwise call";
+  ob.supports = [](const Problem& p) -> Reason {
+    if (p.dtype != DType::f32) return "OpenBLAS (this build) has sgemm only: fp32";
+    const int64_t lim = int64_t{1} << 31;
+    if (p.dim("m") >= lim || p.dim("n") >= lim || p.dim("k") >= lim) return "a dimension does not fit cblas' int";
+    return std::nullopt;
+  };
+  ob.run = openblas;
+  return {nv, tv, ob};
+}
+
+}  // namespace kl

@@ -1,0 +1,80 @@
+#include "ops/gemm/gemm.h"
+
+#include "ops/ops.h"
+#include "ops/rowwise.h"
+
+namespace kl {
+
+namespace {
+std::vector<std::vector<double>> reference(const Problem& p, std::span<const Tensor> in) {
+  const int64_t m = p.dim("m"), n = p.dim("n"), k = p.dim("k");
+  const double alpha = p.opt_number("alpha"), beta = p.opt_number("beta");
+  const std::vector<double> a = to_doubles(in[0]), b = to_doubles(in[1]), c = to_doubles(in[2]);
+  std::vector<double> d(static_cast<size_t>(m * n));
+#pragma omp parallel for schedule(static)
+  for (int64_t i = 0; i < m; ++i) {
+    std::vector<double> acc(static_cast<size_t>(n), 0.0);
+    for (int64_t l = 0; l < k; ++l) {
+      const double ail = a[i * k + l];
+      for (int64_t j = 0; j < n; ++j) acc[j] += ail * b[l * n + j];
+    }
+    for (int64_t j = 0; j < n; ++j) d[i * n + j] = alpha * acc[j] + (beta != 0 ? beta * c[i * n + j] : 0.0);
+  }
+  return {d};
+}
+
+std::vector<Problem> check_cases(const Op& op) {
+  const std::vector<std::array<int64_t, 3>> shapes = {{1, 1, 1},     {1, 7, 33},    {7, 1, 127},  {33, 127, 7},
+                                                      {127, 33, 1000}, {1000, 7, 33}, {64, 64, 64}, {129, 65, 257},
+                                                      {33, 1000, 127}};
+  std::vector<Problem> out;
+  for (DType t : float_dtypes())
+    for (const char* la : {"row", "col"})
+      for (const char* lb : {"row", "col"})
+        for (const auto& s : shapes) {
+          std::map<std::string, std::string> opts = {{"a_layout", la}, {"b_layout", lb}};
+          if (s[0] % 2 == 1) opts.insert({{"alpha", "0.5"}, {"beta", "-1.5"}});  // half the shapes read C
+          out.push_back(make_problem(op, t, {{"m", s[0]}, {"n", s[1]}, {"k", s[2]}}, opts));
+        }
+  return out;
+}
+}  // namespace
+
+Op make_gemm_op() {
+  Op op;
+  op.name = "gemm";
+  op.summary = "D = alpha*A*B + beta*C with fp32 accumulation; A, B row- or column-major";
+  op.counting = "2*m*n*k FLOPs (one multiply and one add per term; alpha/beta not counted); bytes: A, B read once, "
+                "C read once when beta != 0, D written once";
+  op.dims = {{"m", 1024, "rows of A and D"}, {"n", 1024, "columns of B and D"}, {"k", 1024, "the reduction length"}};
+  op.opts = {{"alpha", {}, "1", "scales A*B"},
+             {"beta", {}, "0", "scales C (C is not read when 0)"},
+             {"a_layout", {"row", "col"}, "row", "storage order of A"},
+             {"b_layout", {"row", "col"}, "row", "storage order of B"}};
+  op.dtypes = float_dtypes();
+  op.cost = [](const Problem& p) {
+    const double m = static_cast<double>(p.dim("m")), n = static_cast<double>(p.dim("n")), k = static_cast<double>(p.dim("k"));
+    const double e = dtype_bits(p.dtype) / 8.0;
+    const double c_reads = p.opt_number("beta") != 0 ? 1 : 0;
+    return Cost{2 * m * n * k, (m * k + k * n + (1 + c_reads) * m * n) * e};
+  };
+  op.inputs = [](const Problem& p) {
+    const int64_t m = p.dim("m"), n = p.dim("n"), k = p.dim("k");
+    return std::vector<TensorSpec>{{"A", p.dtype, {m, k}, matrix_strides(m, k, p.opt("a_layout"))},
+                                   {"B", p.dtype, {k, n}, matrix_strides(k, n, p.opt("b_layout"))},
+                                   {"C", p.dtype, {m, n}, {}}};
+  };
+  op.outputs = [](const Problem& p) { return std::vector<TensorSpec>{{"D", p.dtype, {p.dim("m"), p.dim("n")}, {}}}; };
+  op.reference = reference;
+  op.check_cases = check_cases;
+  op.report_cases = [](const Op& self) {
+    return std::vector<Problem>{make_problem(self, DType::f32, {{"m", 1024}, {"n", 1024}, {"k", 1024}}),
+                                make_problem(self, DType::bf16, {{"m", 1024}, {"n", 1024}, {"k", 1024}})};
+  };
+  op.tolerance = [](const Problem& p) { return default_tolerance(p.dtype); };
+  op.error_per_row = false;
+  op.variants = gemm_cpu_variants();
+  return op;
+}
+
+}  // namespace kl

@@ -1,0 +1,107 @@
+// CPU rungs of layernorm and rmsnorm.
+//   cpu_naive: unfused: the residual sum is written to memory and read back, then each row is
+//              read three times (mean, variance, normalise) on one thread.
+//   cpu_fused: one row at a time held in L1: x (and residual) read from memory once, h and y
+//              written once, the passes over the row vectorised, rows spread over cores.
+#include <cmath>
+#include <vector>
+
+#include "ops/cpu_math.h"
+#include "ops/norm/norm.h"
+
+namespace kl {
+
+namespace {
+using cpu::from_float;
+using cpu::to_float;
+
+struct Inputs {
+  int64_t rows, cols;
+  float eps;
+  bool layer, residual;
+};
+
+Inputs inputs_of(NormKind kind, const Problem& p) {
+  return {p.dim("rows"), p.dim("cols"), static_cast<float>(p.opt_number("eps")), kind == NormKind::layer,
+          p.opt_flag("residual")};
+}
+
+template <class T> void naive(NormKind kind, const Problem& p, const Args& a) {
+  const Inputs s = inputs_of(kind, p);
+  const T* x = a.in[0].as<T>();
+  const T* gamma = a.in[1].as<T>();
+  const T* beta = s.layer ? a.in[2].as<T>() : nullptr;
+  T* y = a.out[0].as<T>();
+  if (s.residual) {  // unfused: h = x + residual goes through memory
+    const T* res = a.in.back().as<T>();
+    T* h = a.out[1].as<T>();
+    for (int64_t i = 0; i < s.rows * s.cols; ++i) h[i] = from_float<T>(to_float(x[i]) + to_float(res[i]));
+    x = h;
+  }
+  for (int64_t i = 0; i < s.rows; ++i) {
+    const T* xr = x + i * s.cols;
+    float mean = 0, var = 0;
+    if (s.layer) {
+      for (int64_t j = 0; j < s.cols; ++j) mean += to_float(xr[j]);
+      mean /= static_cast<float>(s.cols);
+    }
+    for (int64_t j = 0; j < s.cols; ++j) var += (to_float(xr[j]) - mean) * (to_float(xr[j]) - mean);
+    const float rstd = 1.0f / std::sqrt(var / static_cast<float>(s.cols) + s.eps);
+    for (int64_t j = 0; j < s.cols; ++j)
+      y[i * s.cols + j] = from_float<T>((to_float(xr[j]) - mean) * rstd * to_float(gamma[j]) + (beta ? to_float(beta[j]) : 0.0f));
+  }
+}
+
+template <class T> void fused(NormKind kind, const Problem& p, const Args& a) {
+  const Inputs s = inputs_of(kind, p);
+  const T* x = a.in[0].as<T>();
+  const T* gamma = a.in[1].as<T>();
+  const T* beta = s.layer ? a.in[2].as<T>() : nullptr;
+  const T* res = s.residual ? a.in.back().as<T>() : nullptr;
+  T* y = a.out[0].as<T>();
+  T* h = s.residual ? a.out[1].as<T>() : nullptr;
+#pragma omp parallel
+  {
+    std::vector<float> v(static_cast<size_t>(s.cols));
+#pragma omp for schedule(static)
+    for (int64_t i = 0; i < s.rows; ++i) {
+      const int64_t base = i * s.cols;
+      float sum = 0;
+#pragma omp simd reduction(+ : sum)
+      for (int64_t j = 0; j < s.cols; ++j) {
+        v[j] = to_float(x[base + j]) + (res ? to_float(res[base + j]) : 0.0f);
+        sum += v[j];
+      }
+      if (h)
+#pragma omp simd
+        for (int64_t j = 0; j < s.cols; ++j) h[base + j] = from_float<T>(v[j]);
+      const float mean = s.layer ? sum / static_cast<float>(s.cols) : 0.0f;
+      float var = 0;
+#pragma omp simd reduction(+ : var)
+      for (int64_t j = 0; j < s.cols; ++j) var += (v[j] - mean) * (v[j] - mean);
+      const float rstd = 1.0f / std::sqrt(var / static_cast<float>(s.cols) + s.eps);
+      if (beta) {
+#pragma omp simd
+        for (int64_t j = 0; j < s.cols; ++j) y[base + j] = from_float<T>((v[j] - mean) * rstd * to_float(gamma[j]) + to_float(beta[j]));
+      } else {
+#pragma omp simd
+        for (int64_t j = 0; j < s.cols; ++j) y[base + j] = from_float<T>(v[j] * rstd * to_float(gamma[j]));
+      }
+    }
+  }
+}
+}  // namespace
+
+std::vector<Variant> norm_cpu_variants(NormKind kind) {
+  Variant n;
+  n.name = "cpu_naive";
+  n.note = "unfused: the residual sum goes through memory, then three reads of each row (mean, variance, normalise) on one thread";
+  n.run = [kind](const Problem& p, const Args& a) { cpu::with_float_type(p.dtype, [&](auto t) { naive<decltype(t)>(kind, p, a); }); };
+  Variant f;
+  f.name = "cpu_fused";
+  f.note = "residual add fused and each row kept in L1 across its passes: x read once, y and h written once; vectorised, all cores";
+  f.run = [kind](const Problem& p, const Args& a) { cpu::with_float_type(p.dtype, [&](auto t) { fused<decltype(t)>(kind, p, a); }); };
+  return {n, f};
+}
+
+}  // namespace kl

@@ -1,0 +1,76 @@
+// CPU rungs of reduce.
+//   cpu_naive: one running fp32 accumulator walked over the data on one thread (a serial
+//              dependency chain: one add per FP-add latency).
+//   cpu_simd:  many independent accumulators (vector lanes) per thread and threads over rows or
+//              chunks, combined at the end: the adds overlap and memory bandwidth is the limit.
+#include <cmath>
+#include <omp.h>
+#include <vector>
+
+#include "ops/cpu_math.h"
+#include "ops/reduce/reduce.h"
+
+namespace kl {
+
+namespace {
+using cpu::to_float;
+
+template <class T> void naive(const Problem& p, const Args& a) {
+  const int64_t rows = p.dim("rows"), cols = p.dim("cols");
+  const bool is_max = p.opt("mode") == "max", total = p.opt("over") == "total";
+  const T* x = a.in[0].as<T>();
+  float* y = a.out[0].as<float>();
+  float acc = is_max ? -INFINITY : 0.0f;
+  for (int64_t i = 0; i < rows; ++i) {
+    if (!total) acc = is_max ? -INFINITY : 0.0f;
+    for (int64_t j = 0; j < cols; ++j) acc = is_max ? std::fmax(acc, to_float(x[i * cols + j])) : acc + to_float(x[i * cols + j]);
+    if (!total) y[i] = acc;
+  }
+  if (total) y[0] = acc;
+}
+
+template <class T> float reduce_span(const T* x, int64_t n, bool is_max) {
+  if (is_max) {
+    float m = -INFINITY;
+#pragma omp simd reduction(max : m)
+    for (int64_t j = 0; j < n; ++j) m = std::fmax(m, to_float(x[j]));
+    return m;
+  }
+  float s = 0;
+#pragma omp simd reduction(+ : s)
+  for (int64_t j = 0; j < n; ++j) s += to_float(x[j]);
+  return s;
+}
+
+template <class T> void simd(const Problem& p, const Args& a) {
+  const int64_t rows = p.dim("rows"), cols = p.dim("cols");
+  const bool is_max = p.opt("mode") == "max", total = p.opt("over") == "total";
+  const T* x = a.in[0].as<T>();
+  float* y = a.out[0].as<float>();
+  if (!total) {
+#pragma omp parallel for schedule(static)
+    for (int64_t i = 0; i < rows; ++i) y[i] = reduce_span(x + i * cols, cols, is_max);
+    return;
+  }
+  const int64_t n = rows * cols, chunk = 1 << 16;
+  const int64_t chunks = (n + chunk - 1) / chunk;
+  std::vector<float> part(static_cast<size_t>(chunks));
+#pragma omp parallel for schedule(static)
+  for (int64_t c = 0; c < chunks; ++c) part[c] = reduce_span(x + c * chunk, std::min(chunk, n - c * chunk), is_max);
+  y[0] = reduce_span(part.data(), chunks, is_max);
+}
+}  // namespace
+
+std::vector<Variant> reduce_cpu_variants() {
+  Variant n;
+  n.name = "cpu_naive";
+  n.note = "one running fp32 accumulator on one thread: a serial chain of dependent adds";
+  n.run = [](const Problem& p, const Args& a) { cpu::with_float_type(p.dtype, [&](auto t) { naive<decltype(t)>(p, a); }); };
+  Variant s;
+  s.name = "cpu_simd";
+  s.note = "independent accumulators in vector lanes and threads over rows or chunks, combined at the end: bandwidth-limited";
+  s.run = [](const Problem& p, const Args& a) { cpu::with_float_type(p.dtype, [&](auto t) { simd<decltype(t)>(p, a); }); };
+  return {n, s};
+}
+
+}  // namespace kl

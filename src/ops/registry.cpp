@@ -1,0 +1,187 @@
+#include <unistd.h>
+
+#include <algorithm>
+#include <cmath>
+#include <fmt/format.h>
+
+#include "kernelab/error.h"
+#include "ops/ops.h"
+
+namespace kl {
+
+std::string_view backend_name(Backend b) {
+  switch (b) {
+    case Backend::cpu: return "cpu";
+    case Backend::cuda: return "cuda";
+    case Backend::sim: return "sim";
+  }
+  return "?";
+}
+
+std::optional<Backend> parse_backend(std::string_view s) {
+  for (Backend b : {Backend::cpu, Backend::cuda, Backend::sim})
+    if (backend_name(b) == s) return b;
+  return std::nullopt;
+}
+
+int64_t Problem::dim(const std::string& name) const {
+  auto it = dims.find(name);
+  if (it == dims.end()) bad_input(fmt::format("op {} has no dimension '{}'", op, name));
+  return it->second;
+}
+
+const std::string& Problem::opt(const std::string& name) const {
+  auto it = opts.find(name);
+  if (it == opts.end()) bad_input(fmt::format("op {} has no option '{}'", op, name));
+  return it->second;
+}
+
+double Problem::opt_number(const std::string& name) const { return std::stod(opt(name)); }
+
+bool Problem::opt_flag(const std::string& name) const {
+  const std::string& v = opt(name);
+  return v == "1" || v == "true" || v == "yes" || v == "on";
+}
+
+std::string Problem::shape_str() const {
+  std::string s;
+  for (const auto& [k, v] : dims) s += (s.empty() ? "" : ",") + k + "=" + std::to_string(v);
+  return s;
+}
+
+std::string Problem::label() const {
+  std::string s = shape_str();
+  for (const auto& [k, v] : opts) s += "," + k + "=" + v;
+  return s;
+}
+
+const Variant* Op::find_variant(std::string_view n) const {
+  for (const Variant& v : variants)
+    if (v.name == n) return &v;
+  return nullptr;
+}
+
+const std::vector<Op>& registry() {
+  static const std::vector<Op> ops = {make_gemm_op(),    make_softmax_op(),   make_layernorm_op(),
+                                      make_rmsnorm_op(), make_transpose_op(), make_reduce_op()};
+  return ops;
+}
+
+const Op& find_op(std::string_view name) {
+  std::string known;
+  for (const Op& op : registry()) {
+    if (op.name == name) return op;
+    known += (known.empty() ? "" : ", ") + op.name;
+  }
+  bad_input(fmt::format("unknown op '{}' (known: {})", name, known));
+}
+
+namespace {
+// Bytes of host memory on this machine; problems that cannot fit are refused up front.
+double physical_memory_bytes() {
+  return static_cast<double>(sysconf(_SC_PHYS_PAGES)) * static_cast<double>(sysconf(_SC_PAGE_SIZE));
+}
+
+double spec_bytes(const std::vector<TensorSpec>& specs) {
+  double total = 0;
+  for (const TensorSpec& t : specs) {
+    double n = 1;
+    for (int64_t d : t.shape) n *= static_cast<double>(d);
+    total += n * dtype_bits(t.dtype) / 8.0;
+  }
+  return total;
+}
+}  // namespace
+
+Problem make_problem(const Op& op, DType dtype, const std::map<std::string, int64_t>& dims,
+                     const std::map<std::string, std::string>& opts) {
+  Problem p;
+  p.op = op.name;
+  if (std::find(op.dtypes.begin(), op.dtypes.end(), dtype) == op.dtypes.end()) {
+    std::string ok;
+    for (DType t : op.dtypes) ok += (ok.empty() ? "" : ", ") + std::string(dtype_name(t));
+    bad_input(fmt::format("op {} does not take dtype {} (it takes: {})", op.name, dtype_name(dtype), ok));
+  }
+  p.dtype = dtype;
+  for (const DimSpec& d : op.dims) p.dims[d.name] = d.default_value;
+  for (const OptSpec& o : op.opts) p.opts[o.name] = o.default_value;
+  for (const auto& [k, v] : dims) {
+    if (!p.dims.count(k)) bad_input(fmt::format("op {} has no dimension '{}'", op.name, k));
+    if (v <= 0) bad_input(fmt::format("dimension {}={} of op {} must be positive", k, v, op.name));
+    if (v > (int64_t{1} << 40)) bad_input(fmt::format("dimension {}={} of op {} is impossibly large", k, v, op.name));
+    p.dims[k] = v;
+  }
+  for (const auto& [k, v] : opts) {
+    auto spec = std::find_if(op.opts.begin(), op.opts.end(), [&](const OptSpec& o) { return o.name == k; });
+    if (spec == op.opts.end()) bad_input(fmt::format("op {} has no option '{}'", op.name, k));
+    if (spec->values.empty()) {
+      size_t used = 0;
+      double x = 0;
+      try {
+        x = std::stod(v, &used);
+      } catch (const std::exception&) {
+        used = 0;
+      }
+      if (used != v.size() || !std::isfinite(x)) bad_input(fmt::format("option {}='{}' of op {} is not a finite number", k, v, op.name));
+    } else if (std::find(spec->values.begin(), spec->values.end(), v) == spec->values.end()) {
+      std::string ok;
+      for (const auto& s : spec->values) ok += (ok.empty() ? "" : ", ") + s;
+      bad_input(fmt::format("option {}='{}' of op {} is not one of: {}", k, v, op.name, ok));
+    }
+    p.opts[k] = v;
+  }
+  if (op.validate) op.validate(p);
+  double need = spec_bytes(op.inputs(p)) + spec_bytes(op.outputs(p));
+  double have = physical_memory_bytes();
+  if (need > 0.8 * have)
+    bad_input(fmt::format("{} {} needs {:.1f} GiB of tensors, more than this machine's {:.1f} GiB can hold",
+                          op.name, p.shape_str(), need / (1 << 30), have / (1 << 30)));
+  return p;
+}
+
+double default_tolerance(DType t) {
+  switch (t) {
+    case DType::f64: return 1e-12;
+    case DType::f32: return 1e-5;                   // different summation orders, ~10^4 terms
+    case DType::f16: return 4 * dtype_epsilon(t);   // 4 * 2^-11: output rounding plus fp32 math
+    case DType::bf16: return 4 * dtype_epsilon(t);  // 4 * 2^-8
+    default: return 4 * dtype_epsilon(t);
+  }
+}
+
+std::vector<double> to_doubles(const Tensor& t) {
+  const Shape& s = t.shape();
+  const auto& st = t.strides();
+  std::vector<double> out(static_cast<size_t>(t.numel()));
+  std::vector<int64_t> idx(s.size(), 0);
+  for (size_t n = 0; n < out.size(); ++n) {
+    int64_t off = 0;
+    for (size_t d = 0; d < s.size(); ++d) off += idx[d] * st[d];
+    out[n] = t.get(off);
+    for (size_t d = s.size(); d-- > 0;) {
+      if (++idx[d] < s[d]) break;
+      idx[d] = 0;
+    }
+  }
+  return out;
+}
+
+double max_rel_err(const Tensor& y, const std::vector<double>& ref, bool per_row) {
+  std::vector<double> got = to_doubles(y);
+  if (got.size() != ref.size()) return INFINITY;
+  const size_t row = !per_row || y.shape().empty() ? got.size() : static_cast<size_t>(y.shape().back());
+  double worst = 0;
+  for (size_t r0 = 0; r0 < got.size(); r0 += row) {
+    double diff = 0, scale = 0;
+    for (size_t i = r0; i < r0 + row; ++i) {
+      if (!std::isfinite(got[i]) && std::isfinite(ref[i])) return INFINITY;
+      diff = std::max(diff, std::abs(got[i] - ref[i]));
+      scale = std::max(scale, std::abs(ref[i]));
+    }
+    double e = scale > 0 ? diff / scale : (diff > 0 ? INFINITY : 0.0);
+    worst = std::max(worst, e);
+  }
+  return worst;
+}
+
+}  // namespace kl

@@ -1,0 +1,38 @@
+// transpose: y (cols, rows) = x (rows, cols)^T. No arithmetic: the whole lesson is moving bytes.
+#include "ops/transpose/transpose.h"
+#include "ops/ops.h"
+#include "ops/rowwise.h"
+
+namespace kl {
+
+Op make_transpose_op() {
+  Op op;
+  op.name = "transpose";
+  op.summary = "y = x^T for a row-major (rows, cols) matrix";
+  op.counting = "0 FLOPs; bytes: x read once, y written once";
+  op.dims = rows_cols_dims();
+  op.dtypes = float_dtypes();
+  op.cost = [](const Problem& p) {
+    const double n = static_cast<double>(p.dim("rows")) * static_cast<double>(p.dim("cols"));
+    return Cost{0, 2 * n * dtype_bits(p.dtype) / 8.0};
+  };
+  op.inputs = [](const Problem& p) { return std::vector<TensorSpec>{{"x", p.dtype, {p.dim("rows"), p.dim("cols")}, {}}}; };
+  op.outputs = [](const Problem& p) { return std::vector<TensorSpec>{{"y", p.dtype, {p.dim("cols"), p.dim("rows")}, {}}}; };
+  op.reference = [](const Problem& p, std::span<const Tensor> in) {
+    const int64_t rows = p.dim("rows"), cols = p.dim("cols");
+    std::vector<double> y(static_cast<size_t>(rows * cols));
+    for (int64_t i = 0; i < rows; ++i)
+      for (int64_t j = 0; j < cols; ++j) y[j * rows + i] = in[0].get(i * cols + j);
+    return std::vector<std::vector<double>>{y};
+  };
+  op.check_cases = [](const Op& self) { return rows_cols_cases(self, {{}}); };
+  op.report_cases = [](const Op& self) {
+    return std::vector<Problem>{make_problem(self, DType::f32, {{"rows", 4096}, {"cols", 4096}}),
+                                make_problem(self, DType::bf16, {{"rows", 4096}, {"cols", 4096}})};
+  };
+  op.tolerance = [](const Problem&) { return 0.0; };  // a copy: exact
+  op.variants = transpose_cpu_variants();
+  return op;
+}
+
+}  // namespace kl
