@@ -144,7 +144,7 @@ std::vector<double> double_specials() {
 
 // Every finite value of the format, every midpoint between neighbours (the largest finite value's
 // upper midpoint included), and 1 and 2 float ulps either side of each midpoint, both signs.
-std::vector<float> float_probes(const Fmt& f) {
+[[maybe_unused]] std::vector<float> float_probes(const Fmt& f) {
   std::vector<float> v = float_specials();
   constexpr float inf = std::numeric_limits<float>::infinity();
   for (uint32_t c = 0; c <= f.max_finite; ++c) {
@@ -161,7 +161,7 @@ std::vector<float> float_probes(const Fmt& f) {
 
 // The same in double, plus points that catch double rounding through float: 1 double ulp either
 // side of a midpoint, half a float ulp either side, and that +-1 double ulp.
-std::vector<double> double_probes(const Fmt& f) {
+[[maybe_unused]] std::vector<double> double_probes(const Fmt& f) {
   std::vector<double> v = double_specials();
   constexpr double inf = std::numeric_limits<double>::infinity();
   for (uint32_t c = 0; c <= f.max_finite; ++c) {
@@ -191,7 +191,7 @@ std::vector<double> double_probes(const Fmt& f) {
 
 // n random float bit patterns, plus n floats with a random sign and mantissa and an exponent drawn
 // uniformly from [emin, emax] (subnormal where that falls below float's normal range).
-std::vector<float> random_floats(size_t n, int emin, int emax, uint64_t seed) {
+[[maybe_unused]] std::vector<float> random_floats(size_t n, int emin, int emax, uint64_t seed) {
   std::mt19937_64 rng(seed);
   std::uniform_int_distribution<int> exp(emin, emax);
   std::vector<float> v;
@@ -206,7 +206,7 @@ std::vector<float> random_floats(size_t n, int emin, int emax, uint64_t seed) {
   return v;
 }
 
-std::vector<double> random_doubles(size_t n, int emin, int emax, uint64_t seed) {
+[[maybe_unused]] std::vector<double> random_doubles(size_t n, int emin, int emax, uint64_t seed) {
   std::mt19937_64 rng(seed);
   std::uniform_int_distribution<int> exp(emin, emax);
   std::vector<double> v;
@@ -623,7 +623,7 @@ __nv_saturation_t cu_sat(Fp8Saturation s) { return s == Fp8Saturation::satfinite
 #define KL_NEED_ORACLE() GTEST_SKIP() << "built without the CUDA headers (KERNELAB_HAVE_CUDA_HEADERS)"
 #endif
 
-constexpr size_t kRandom = 3u << 20;  // random bit patterns per set, plus as many in a window
+[[maybe_unused]] constexpr size_t kRandom = 3u << 20;  // random bit patterns per set, plus as many in a window
 
 TEST(DtypeCuda, Half16ToFloatAllPatterns) {
   KL_NEED_ORACLE();

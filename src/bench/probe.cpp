@@ -8,10 +8,10 @@
 #include <ctime>
 #include <filesystem>
 #include <fstream>
-#include <memory>
 #include <nlohmann/json.hpp>
 
 #include "kernelab/error.h"
+#include "kernelab/tensor.h"
 
 namespace kl {
 
@@ -20,9 +20,12 @@ using clk = std::chrono::steady_clock;
 
 double seconds_since(clk::time_point t0) { return std::chrono::duration<double>(clk::now() - t0).count(); }
 
-// STREAM triad over arrays well past the last-level cache; best of several repetitions.
+// STREAM triad over arrays well past the last-level cache; best of several repetitions. The
+// arrays are allocated as tensors are, so the ceiling and the ops see the same page policy.
 double measure_triad(size_t n, int reps) {
-  std::unique_ptr<double[]> a(new double[n]), b(new double[n]), c(new double[n]);
+  Tensor ta = Tensor::host(DType::f64, {static_cast<int64_t>(n)}), tb = Tensor::host(DType::f64, {static_cast<int64_t>(n)}),
+         tc = Tensor::host(DType::f64, {static_cast<int64_t>(n)});
+  double *a = ta.as<double>(), *b = tb.as<double>(), *c = tc.as<double>();
 #pragma omp parallel for schedule(static)
   for (size_t i = 0; i < n; ++i) {  // first touch by the thread that will use the page
     a[i] = 0;
@@ -44,7 +47,7 @@ double measure_triad(size_t n, int reps) {
 typedef float v16 __attribute__((vector_size(64)));
 
 // Ten independent FMA chains of 16 lanes: enough to cover FMA latency on current cores.
-double fma_loop(long iters) {
+float fma_loop(long iters) {
   v16 acc[10];
   for (int k = 0; k < 10; ++k) acc[k] = v16{} + 0.001f * static_cast<float>(k);
   const v16 m = v16{} + 0.999999f, add = v16{} + 0.000001f;
@@ -55,16 +58,24 @@ double fma_loop(long iters) {
   return sink;
 }
 
+// Best of three: every thread runs the FMA loop between two barriers; the span is timed, so
+// thread start-up is outside it and the clock has ramped up after the first repetition.
 double measure_fma(int threads) {
-  const long iters = 20'000'000;
+  const long iters = 50'000'000;
   double best = 1e30;
-  volatile double sink = 0;
-  for (int r = 0; r < 3; ++r) {
-    auto t0 = clk::now();
+  float sink = 0;
 #pragma omp parallel num_threads(threads) reduction(+ : sink)
+  for (int r = 0; r < 4; ++r) {
+    clk::time_point t0;
+#pragma omp barrier
+#pragma omp master
+    t0 = clk::now();
     sink += fma_loop(iters);
-    best = std::min(best, seconds_since(t0));
+#pragma omp barrier
+#pragma omp master
+    if (r > 0) best = std::min(best, seconds_since(t0));
   }
+  if (!(sink == sink)) runtime_failure("probe: the FMA loop produced NaN");
   return 2.0 * 10 * 16 * static_cast<double>(iters) * threads / best;
 }
 

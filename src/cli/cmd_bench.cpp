@@ -109,9 +109,8 @@ void add_sweep(CLI::App& app) {
     const bool is_dim = std::any_of(op.dims.begin(), op.dims.end(), [&](const DimSpec& d) { return d.name == name; });
     const bool is_opt = std::any_of(op.opts.begin(), op.opts.end(), [&](const OptSpec& o) { return o.name == name; });
     if (!is_dim && !is_opt) bad_input(fmt::format("op {} has no axis '{}'", op.name, name));
-    DeviceSet devs = open_devices(wanted_backends(f.backend));
-    if (devs.present.empty()) runtime_failure("backend " + devs.absent.front());
-    std::vector<Point> points;
+    // Every value is validated before anything is timed: a bad one is refused up front.
+    std::vector<Problem> problems;
     for (const std::string& value : values) {
       auto dims = f.problem.given_dims(op);
       auto opts = f.problem.given_opts(op);
@@ -128,9 +127,13 @@ void add_sweep(CLI::App& app) {
       } else {
         opts[name] = value;
       }
-      Problem p = make_problem(op, f.problem.dtype(op), dims, opts);
-      for (Point& pt : run_points(op, p, f, devs)) points.push_back(pt);
+      problems.push_back(make_problem(op, f.problem.dtype(op), dims, opts));
     }
+    DeviceSet devs = open_devices(wanted_backends(f.backend));
+    if (devs.present.empty()) runtime_failure("backend " + devs.absent.front());
+    std::vector<Point> points;
+    for (const Problem& p : problems)
+      for (Point& pt : run_points(op, p, f, devs)) points.push_back(pt);
     auto ladders = make_ladders(points);
     auto crossovers = find_crossovers(ladders, name);
     if (f.json) {

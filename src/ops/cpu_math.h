@@ -3,6 +3,8 @@
 #include <cmath>
 #include <cstdint>
 #include <cstring>
+#include <immintrin.h>
+#include <type_traits>
 #include <utility>
 
 #include "kernelab/dtype.h"
@@ -38,8 +40,12 @@ template <class Fn> void with_float_type(DType t, Fn&& fn) {
 
 // exp(x) for float, branch-free so loops over it vectorise: x = n ln2 + r, |r| <= ln2/2,
 // exp(r) by a degree-6 polynomial (relative error ~2e-7), 2^n built in the exponent bits.
+// max/min as compares: they vectorise (std::fmax is a libm call with NaN rules).
+inline float vmax(float a, float b) { return a > b ? a : b; }
+inline float vmin(float a, float b) { return a < b ? a : b; }
+
 inline float fast_exp(float x) {
-  x = std::fmin(std::fmax(x, -87.0f), 88.0f);
+  x = vmin(vmax(x, -87.0f), 88.0f);
   const float round_magic = 12582912.0f;  // 1.5 * 2^23: adding it rounds to an integer
   const float n = (x * 1.44269504088896341f + round_magic) - round_magic;
   const float r = std::fma(n, -0.693145751953125f, std::fma(n, -1.428606765330187e-06f, x));
@@ -54,6 +60,32 @@ inline float fast_exp(float x) {
   float scale;
   std::memcpy(&scale, &bits, 4);
   return p * scale;
+}
+
+// dst[0, n) = src with non-temporal stores where dst is 64-byte aligned: the lines go to memory
+// without first being read in, which a normal store's write-allocate costs (a third more
+// traffic for a copy). Call stream_fence() before other threads read dst.
+inline void stream_row(float* dst, const float* src, int64_t n) {
+  int64_t j = 0;
+#if defined(__AVX512F__)
+  for (; j < n && (reinterpret_cast<uintptr_t>(dst + j) & 63) != 0; ++j) dst[j] = src[j];
+  for (; j + 16 <= n; j += 16) _mm512_stream_ps(dst + j, _mm512_loadu_ps(src + j));
+#elif defined(__AVX__)
+  for (; j < n && (reinterpret_cast<uintptr_t>(dst + j) & 31) != 0; ++j) dst[j] = src[j];
+  for (; j + 8 <= n; j += 8) _mm256_stream_ps(dst + j, _mm256_loadu_ps(src + j));
+#endif
+  for (; j < n; ++j) dst[j] = src[j];
+}
+
+inline void stream_fence() { _mm_sfence(); }
+
+// Writes a row computed in fp32: streamed when the storage is fp32, converted otherwise.
+template <class T> void write_row(T* dst, const float* src, int64_t n) {
+  if constexpr (std::is_same_v<T, float>) {
+    stream_row(dst, src, n);
+  } else {
+    for (int64_t j = 0; j < n; ++j) dst[j] = from_float<T>(src[j]);
+  }
 }
 
 }  // namespace kl::cpu

@@ -153,15 +153,18 @@ std::vector<double> to_doubles(const Tensor& t) {
   const Shape& s = t.shape();
   const auto& st = t.strides();
   std::vector<double> out(static_cast<size_t>(t.numel()));
-  std::vector<int64_t> idx(s.size(), 0);
-  for (size_t n = 0; n < out.size(); ++n) {
-    int64_t off = 0;
-    for (size_t d = 0; d < s.size(); ++d) off += idx[d] * st[d];
-    out[n] = t.get(off);
-    for (size_t d = s.size(); d-- > 0;) {
-      if (++idx[d] < s[d]) break;
-      idx[d] = 0;
+  const int64_t inner = s.empty() ? 1 : s.back();
+  const int64_t inner_stride = s.empty() ? 1 : st.back();
+  const int64_t outer = static_cast<int64_t>(out.size()) / inner;
+  // Rows in parallel; the offset of each row from its multi-index.
+#pragma omp parallel for schedule(static)
+  for (int64_t r = 0; r < outer; ++r) {
+    int64_t off = 0, rem = r;
+    for (size_t d = s.size() - 1; d-- > 0;) {
+      off += (rem % s[d]) * st[d];
+      rem /= s[d];
     }
+    for (int64_t j = 0; j < inner; ++j) out[r * inner + j] = t.get(off + j * inner_stride);
   }
   return out;
 }

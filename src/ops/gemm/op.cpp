@@ -68,8 +68,8 @@ Op make_gemm_op() {
   op.reference = reference;
   op.check_cases = check_cases;
   op.report_cases = [](const Op& self) {
-    return std::vector<Problem>{make_problem(self, DType::f32, {{"m", 1024}, {"n", 1024}, {"k", 1024}}),
-                                make_problem(self, DType::bf16, {{"m", 1024}, {"n", 1024}, {"k", 1024}})};
+    return std::vector<Problem>{make_problem(self, DType::f32, {{"m", 512}, {"n", 512}, {"k", 512}}),
+                                make_problem(self, DType::bf16, {{"m", 512}, {"n", 512}, {"k", 512}})};
   };
   op.tolerance = [](const Problem& p) { return default_tolerance(p.dtype); };
   op.error_per_row = false;

@@ -15,6 +15,7 @@ std::vector<std::vector<double>> reference(NormKind kind, const Problem& p, std:
   const std::vector<double> beta = kind == NormKind::layer ? to_doubles(in[2]) : std::vector<double>{};
   const std::vector<double> res = residual ? to_doubles(in.back()) : std::vector<double>{};
   std::vector<double> y(x.size()), h(residual ? x.size() : 0);
+#pragma omp parallel for schedule(static)
   for (int64_t i = 0; i < rows; ++i) {
     std::vector<double> v(x.begin() + i * cols, x.begin() + (i + 1) * cols);
     if (residual)

@@ -33,7 +33,7 @@ template <class T> float reduce_span(const T* x, int64_t n, bool is_max) {
   if (is_max) {
     float m = -INFINITY;
 #pragma omp simd reduction(max : m)
-    for (int64_t j = 0; j < n; ++j) m = std::fmax(m, to_float(x[j]));
+    for (int64_t j = 0; j < n; ++j) m = cpu::vmax(m, to_float(x[j]));
     return m;
   }
   float s = 0;

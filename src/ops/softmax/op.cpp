@@ -10,14 +10,16 @@ namespace {
 std::vector<std::vector<double>> reference(const Problem& p, std::span<const Tensor> in) {
   const int64_t rows = p.dim("rows"), cols = p.dim("cols");
   const double scale = p.opt_number("scale");
-  const Tensor& x = in[0];
+  const std::vector<double> x = to_doubles(in[0]);
   std::vector<double> y(static_cast<size_t>(rows * cols), 0.0);
+#pragma omp parallel for schedule(static)
   for (int64_t i = 0; i < rows; ++i) {
     const int64_t valid = softmax_valid_cols(p, i);
+    const double* xr = &x[i * cols];
     double m = -INFINITY, s = 0;
-    for (int64_t j = 0; j < valid; ++j) m = std::max(m, scale * x.get(x.offset({i, j})));
-    for (int64_t j = 0; j < valid; ++j) s += std::exp(scale * x.get(x.offset({i, j})) - m);
-    for (int64_t j = 0; j < valid; ++j) y[i * cols + j] = std::exp(scale * x.get(x.offset({i, j})) - m) / s;
+    for (int64_t j = 0; j < valid; ++j) m = std::max(m, scale * xr[j]);
+    for (int64_t j = 0; j < valid; ++j) s += std::exp(scale * xr[j] - m);
+    for (int64_t j = 0; j < valid; ++j) y[i * cols + j] = std::exp(scale * xr[j] - m) / s;
   }
   return {y};
 }

@@ -20,9 +20,11 @@ Op make_transpose_op() {
   op.outputs = [](const Problem& p) { return std::vector<TensorSpec>{{"y", p.dtype, {p.dim("cols"), p.dim("rows")}, {}}}; };
   op.reference = [](const Problem& p, std::span<const Tensor> in) {
     const int64_t rows = p.dim("rows"), cols = p.dim("cols");
-    std::vector<double> y(static_cast<size_t>(rows * cols));
-    for (int64_t i = 0; i < rows; ++i)
-      for (int64_t j = 0; j < cols; ++j) y[j * rows + i] = in[0].get(i * cols + j);
+    const std::vector<double> x = to_doubles(in[0]);
+    std::vector<double> y(x.size());
+#pragma omp parallel for schedule(static)
+    for (int64_t j = 0; j < cols; ++j)
+      for (int64_t i = 0; i < rows; ++i) y[j * rows + i] = x[i * cols + j];
     return std::vector<std::vector<double>>{y};
   };
   op.check_cases = [](const Op& self) { return rows_cols_cases(self, {{}}); };
