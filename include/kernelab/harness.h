@@ -22,6 +22,18 @@ struct CheckResult {
 // output against the reference. Seeds differ per call.
 CheckResult check_variant(const Op& op, const Variant& v, const Problem& p, Device& dev, uint64_t seed);
 
+// One variant's results over an op's whole correctness sweep, per dtype.
+struct CheckTally {
+  std::string op, variant, backend, dtype;
+  int passed = 0, failed = 0, unsupported = 0;
+  double worst = 0, tolerance = 0;  // the largest error seen and the largest tolerance applied
+  std::string first_failure, skip_reason;
+};
+
+// Runs every variant whose backend is present in `devs` on every case of op.check_cases, with
+// seeds seed, seed+1, ... (advanced past the last one used).
+std::vector<CheckTally> check_op(const Op& op, DeviceSet& devs, uint64_t& seed);
+
 struct BenchOptions {
   int warmup = 3;
   int min_runs = 10;

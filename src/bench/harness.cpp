@@ -124,6 +124,37 @@ CheckResult check_variant(const Op& op, const Variant& v, const Problem& p, Devi
   return verify(op, v, p, s, dev);
 }
 
+std::vector<CheckTally> check_op(const Op& op, DeviceSet& devs, uint64_t& seed) {
+  std::vector<CheckTally> tallies;
+  auto tally_of = [&](const Variant& v, DType t) -> CheckTally& {
+    for (CheckTally& x : tallies)
+      if (x.variant == v.name && x.dtype == dtype_name(t)) return x;
+    tallies.push_back({op.name, v.name, std::string(backend_name(v.backend)), std::string(dtype_name(t))});
+    return tallies.back();
+  };
+  for (const Problem& p : op.check_cases(op))
+    for (const Variant& v : op.variants) {
+      Device* dev = find_device(devs, v.backend);
+      if (!dev) continue;
+      CheckTally& t = tally_of(v, p.dtype);
+      if (auto why = v.supports(p)) {
+        ++t.unsupported;
+        t.skip_reason = *why;
+        continue;
+      }
+      CheckResult r = check_variant(op, v, p, *dev, seed++);
+      t.worst = std::max(t.worst, r.max_rel_err);
+      t.tolerance = std::max(t.tolerance, r.tolerance);
+      if (r.passed) {
+        ++t.passed;
+      } else {
+        ++t.failed;
+        if (t.first_failure.empty()) t.first_failure = p.label() + ": " + r.failure;
+      }
+    }
+  return tallies;
+}
+
 Point bench_variant(const Op& op, const Variant& v, const Problem& p, Device& dev, const BenchOptions& opt) {
   if (auto why = v.supports(p)) bad_input(fmt::format("variant {} does not support {}: {}", v.name, p.label(), *why));
   Staged s = stage(op, v, p, dev, 0x5EED ^ std::hash<std::string>{}(p.label()));

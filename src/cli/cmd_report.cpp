@@ -35,15 +35,24 @@ void add_report(CLI::App& app) {
     opt.min_runs = 5;
     opt.cold = true;  // caches flushed before every run: no point rides on a cache-resident working set
     std::set<std::pair<std::string, std::string>> roofs_done;
+    uint64_t seed = 1;
+    bool all_passed = true;
     for (const Op& op : registry()) {
-      int points = 0;
+      int passed = 0, failed = 0;
+      for (const CheckTally& t : check_op(op, devs, seed)) {
+        passed += t.passed;
+        failed += t.failed;
+        all_passed = all_passed && t.failed == 0;
+        if (t.failed) r.check_summary.push_back(fmt::format("{} {} {} FAILED: {}", op.name, t.variant, t.dtype, t.first_failure));
+      }
+      r.check_summary.push_back(fmt::format("{}: {} of {} checks passed (every variant, the sweep of shapes and dtypes "
+                                            "of `kernelab check {}`)", op.name, passed, passed + failed, op.name));
       for (const Problem& p : op.report_cases(op)) {
         for (const Variant& v : op.variants) {
           Device* dev = find_device(devs, v.backend);
           if (!dev || v.supports(p)) continue;
           fmt::print(stderr, "report: {} {} {} {}\n", op.name, v.name, dtype_name(p.dtype), p.label());
           r.points.push_back(bench_variant(op, v, p, *dev, opt));
-          ++points;
           if (roofs_done.insert({dev->name(), std::string(dtype_name(p.dtype))}).second) {
             Ceilings c = dev->ceilings(p.dtype);
             r.roofs.push_back({dev->name(), std::string(backend_name(dev->backend())), std::string(dtype_name(p.dtype)),
@@ -51,29 +60,14 @@ void add_report(CLI::App& app) {
           }
         }
       }
-      r.check_summary.push_back(fmt::format("{}: {} points timed, each checked against the float64 reference first", op.name, points));
     }
     write_report(r, out);
     fmt::print("wrote {0}/index.html, {0}/report.md, {0}/results.json ({1} points)\n", out, r.points.size());
     for (const std::string& a : devs.absent) fmt::print("not run: {}\n", a);
-  });
-}
-
-void add_probe(CLI::App& app) {
-  auto* sub = app.add_subcommand("probe", "measure this machine's ceilings (bandwidth, FLOP/s) and store them");
-  static bool json = false;
-  sub->add_flag("--json", json, "print one JSON object");
-  sub->callback([] {
-    HostCeilings h = probe_host();
-    if (json) {
-      fmt::print("{}\n", host_ceilings_json(h).dump(2));
-      return;
+    if (!all_passed) {
+      fmt::print(stderr, "kernelab: some checks FAILED; see {}/report.md\n", out);
+      throw CLI::RuntimeError(1);
     }
-    fmt::print("cpu: {} ({} threads)\n", h.cpu, h.threads);
-    fmt::print("memory bandwidth (STREAM triad, {} MiB arrays): {:.1f} GB/s\n", h.triad_array_bytes / (1 << 20), h.triad_bytes_per_s / 1e9);
-    fmt::print("fp32 FMA peak, 1 thread: {:.1f} GFLOP/s\n", h.fma_flops_1t / 1e9);
-    fmt::print("fp32 FMA peak, {} threads: {:.1f} GFLOP/s\n", h.threads, h.fma_flops_all / 1e9);
-    fmt::print("stored in {}\n", h.path);
   });
 }
 

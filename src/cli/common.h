@@ -50,5 +50,9 @@ void add_bench(CLI::App& app);
 void add_sweep(CLI::App& app);
 void add_report(CLI::App& app);
 void add_probe(CLI::App& app);
+void add_specs(CLI::App& app);
+void add_occupancy(CLI::App& app);
+void add_roofline(CLI::App& app);
+void add_explain(CLI::App& app);
 
 }  // namespace kl::cli

@@ -15,6 +15,10 @@ int main(int argc, char** argv) {
   kl::cli::add_sweep(app);
   kl::cli::add_report(app);
   kl::cli::add_probe(app);
+  kl::cli::add_specs(app);
+  kl::cli::add_occupancy(app);
+  kl::cli::add_roofline(app);
+  kl::cli::add_explain(app);
   try {
     app.parse(argc, argv);
   } catch (const CLI::CallForHelp& e) {

@@ -122,7 +122,7 @@ Problem make_problem(const Op& op, DType dtype, const std::map<std::string, int6
       } catch (const std::exception&) {
         used = 0;
       }
-      if (used != v.size() || !std::isfinite(x)) bad_input(fmt::format("option {}='{}' of op {} is not a finite number", k, v, op.name));
+      if (v.empty() || used != v.size() || !std::isfinite(x)) bad_input(fmt::format("option {}='{}' of op {} is not a finite number", k, v, op.name));
     } else if (std::find(spec->values.begin(), spec->values.end(), v) == spec->values.end()) {
       std::string ok;
       for (const auto& s : spec->values) ok += (ok.empty() ? "" : ", ") + s;
@@ -160,7 +160,7 @@ std::vector<double> to_doubles(const Tensor& t) {
 #pragma omp parallel for schedule(static)
   for (int64_t r = 0; r < outer; ++r) {
     int64_t off = 0, rem = r;
-    for (size_t d = s.size() - 1; d-- > 0;) {
+    for (size_t d = s.empty() ? 0 : s.size() - 1; d-- > 0;) {  // the outer dimensions (none for rank 0)
       off += (rem % s[d]) * st[d];
       rem /= s[d];
     }

@@ -1,0 +1,191 @@
+// `kernelab explain`: the numbers a kernel engineer answers with, all computed from the cost
+// models and the GPU's ceilings, each ceiling with its source.
+#include "model/explain.h"
+
+#include <fmt/format.h>
+
+#include "kernelab/error.h"
+
+namespace kl::model {
+
+namespace {
+
+std::string num(double x) { return fmt::format("{:.4g}", x); }
+
+std::string secs(double s) {
+  if (s < 1e-6) return fmt::format("{:.4g} ns", s * 1e9);
+  if (s < 1e-3) return fmt::format("{:.4g} us", s * 1e6);
+  if (s < 1) return fmt::format("{:.4g} ms", s * 1e3);
+  return fmt::format("{:.4g} s", s);
+}
+
+std::string gbps(double bytes_per_s) { return fmt::format("{:.4g} GB/s", bytes_per_s / 1e9); }
+
+std::string bound_word(const Roofline& r) { return r.compute_bound ? "compute-bound" : "memory-bound"; }
+
+std::string link_name(const Analysis& a) {
+  if (a.bandwidth_kind == "nvlink") return "NVLink per direction";
+  if (a.bandwidth_kind == "pcie") return "PCIe per direction";
+  return "memory";
+}
+
+std::string versus_ridge(const Roofline& r) {
+  if (r.intensity >= r.ridge) return fmt::format("{}x above", num(r.intensity / r.ridge));
+  return fmt::format("{}x below", num(r.ridge / r.intensity));
+}
+
+// The measured points of the analysed op and dtype, each against its own bound on a's ceilings.
+std::string place_results(const Analysis& a, const nlohmann::json& results) {
+  const nlohmann::json& points = results.is_object() ? results.at("points") : results;
+  if (!points.is_array()) bad_input("results: expected a list of points or an object with \"points\"");
+  const DType want = parse_format(a.dtype).storage;
+  std::string s;
+  for (const nlohmann::json& p : points) {
+    if (p.value("op", "") != a.op || parse_dtype(p.value("dtype", "")) != want) continue;
+    const double median = p.value("median_s", 0.0), flops = p.value("flops", 0.0), bytes = p.value("bytes", 0.0);
+    if (!(median > 0) || !(bytes > 0)) continue;
+    const Roofline r = reroof(a, Cost{flops, bytes});
+    s += fmt::format("  {} {} on {}: median {}, lower bound on {} {} ({}): {:.1f}% of the bound\n", p.value("variant", "?"),
+                     p.value("shape", "?"), p.value("device", "?"), secs(median), a.gpu, secs(r.t_lower_bound_s),
+                     bound_word(r), 100 * r.t_lower_bound_s / median);
+  }
+  if (s.empty()) return fmt::format("measured: no point of op {} in {} in the results\n", a.op, a.dtype);
+  return "measured, against this GPU's bound:\n" + s;
+}
+
+}  // namespace
+
+std::string roof_story(const Request&, const Analysis& a) {
+  const Roofline& r = a.roof;
+  std::string s;
+  s += fmt::format("  FLOPs        {}\n", num(r.flops));
+  s += fmt::format("  bytes        {} ({})\n", num(r.bytes), link_name(a));
+  s += fmt::format("  intensity    {} FLOP/B, {} the ridge {} FLOP/B = {} TFLOP/s {} ({}) / {} {} ({})\n", num(r.intensity),
+                   versus_ridge(r), num(r.ridge), num(a.peak.value / 1e12), a.dtype, a.peak.source, gbps(a.bandwidth.value),
+                   link_name(a), a.bandwidth.source);
+  s += fmt::format("  bound        {}\n", bound_word(r));
+  s += fmt::format("  lower bound  {} = max(compute {}, memory {})\n", secs(r.t_lower_bound_s), secs(r.t_compute_s),
+                   secs(r.t_memory_s));
+  return s;
+}
+
+std::string gemm_story(const Request& req, const Analysis& a) {
+  std::string s = roof_story(req, a);
+  const GemmShape g = gemm_shape(req);
+  const std::string form = a.extra.value("form", "");
+  if (form == "w8a8") {
+    Request b = req;
+    b.dtype = "bf16";
+    const Analysis u = analyze(b);
+    s += fmt::format("  vs bf16      the bf16 gemm moves {} bytes, lower bound {} ({}); {} has {}x fewer bytes, a {}x "
+                     "higher peak ({} TFLOP/s bf16, {}): {}x faster at the bound\n",
+                     num(u.roof.bytes), secs(u.roof.t_lower_bound_s), bound_word(u.roof), a.dtype,
+                     num(u.roof.bytes / a.roof.bytes), num(a.peak.value / u.peak.value), num(u.peak.value / 1e12),
+                     u.peak.source, num(u.roof.t_lower_bound_s / a.roof.t_lower_bound_s));
+    return s;
+  }
+  Request plain = req;
+  plain.dims.erase("weight_bits");
+  plain.dims.erase("group_size");
+  const Analysis u = form == "weight_only" ? analyze(plain) : a;
+  const double e = parse_format(a.dtype).bytes, R = u.roof.ridge;
+  const double w = e * static_cast<double>(g.k) * static_cast<double>(g.n);
+  const std::optional<double> m_star = gemm_compute_bound_m(g.n, g.k, e, w, R);
+  const std::string terms = fmt::format("(R = {} FLOP/B, e = {} bytes)", num(R), e);
+  if (form != "weight_only") {
+    s += m_star ? fmt::format("  compute-bound from m* = R*e*k*n / (2*n*k - R*e*(k+n)) = {} {}; below it the k*n weights "
+                              "dominate the bytes\n", num(*m_star), terms)
+                : fmt::format("  memory-bound at every m: 2*n*k <= R*e*(k+n) {}\n", terms);
+    return s;
+  }
+  const int bits = a.extra.at("weight_bits").get<int>();
+  const int64_t group = a.extra.at("group_size").get<int64_t>();
+  const double wq = gemm_weight_bytes(g.k, g.n, bits, group);
+  s += fmt::format("  weights      {} bytes as int{} with an fp16 scale per {} along k, against {} in {}: {}x fewer\n",
+                   num(wq), bits, group, num(w), a.dtype, num(w / wq));
+  s += fmt::format("  vs {:<9} the unquantized gemm moves {} bytes, lower bound {} ({}); quantized {}: {}x faster\n", a.dtype,
+                   num(u.roof.bytes), secs(u.roof.t_lower_bound_s), bound_word(u.roof), secs(a.roof.t_lower_bound_s),
+                   num(u.roof.t_lower_bound_s / a.roof.t_lower_bound_s));
+  const std::string where = m_star ? fmt::format("for m < m* = R*e*k*n / (2*n*k - R*e*(k+n)) = {} {}", num(*m_star), terms)
+                                   : fmt::format("at every m, since 2*n*k <= R*e*(k+n) {}", terms);
+  s += fmt::format("  pays while   the {} gemm is memory-bound, {}: both forms do the same FLOPs at the same peak "
+                   "(dequantisation not counted), so fewer weight bytes shorten the time only while bytes set it; above, "
+                   "both are compute-bound and quantization saves nothing. Here m = {}: it {}.\n",
+                   a.dtype, where, g.m, u.roof.compute_bound ? "does not pay" : "pays");
+  const std::optional<double> m_q = gemm_compute_bound_m(g.n, g.k, e, wq, a.roof.ridge);
+  s += fmt::format("  the int{} gemm itself turns compute-bound at m = {}\n", bits, m_q ? num(*m_q) : "never");
+  return s;
+}
+
+std::string attention_story(const Request& req, const Analysis& a) {
+  std::string s = roof_story(req, a);
+  const AttentionShape sh = attention_shape(req);
+  const bool backward = req.has("backward");
+  const double e = parse_format(a.dtype).bytes;
+  const Roofline flash = reroof(a, attention_cost(sh, e, backward, Schedule::flash));
+  const Roofline naive = reroof(a, attention_cost(sh, e, backward, Schedule::naive));
+  s += fmt::format("  {} pass, both schedules:\n", backward ? "backward" : "forward");
+  for (const auto& [name, r] : {std::pair{"flash", flash}, std::pair{"naive", naive}})
+    s += fmt::format("    {}  bytes {}, intensity {} FLOP/B, {}, lower bound {}\n", name, num(r.bytes), num(r.intensity),
+                     bound_word(r), secs(r.t_lower_bound_s));
+  const double scores = static_cast<double>(sh.batch) * static_cast<double>(sh.heads) * static_cast<double>(sh.seq_q) *
+                        static_cast<double>(sh.seq_kv);
+  s += fmt::format("  naive/flash  {}x the bytes: the naive schedule also moves {} B*H*Sq*Sk matrices of {} elements "
+                   "({}), the FLOPs are the same {}: FlashAttention saves memory traffic, not FLOPs; the "
+                   "flash lower bound is {}x shorter\n",
+                   num(naive.bytes / flash.bytes), backward ? 7 : 4, num(scores), backward ? "P, dP and dS" : "S and P",
+                   num(flash.flops), num(naive.t_lower_bound_s / flash.t_lower_bound_s));
+  if (backward || flash.compute_bound) return s;
+  const double kv_bytes = 2.0 * static_cast<double>(sh.batch) * static_cast<double>(sh.kv_heads) *
+                          static_cast<double>(sh.seq_kv) * static_cast<double>(sh.head_dim) * e;
+  const double per_kv = 2.0 * static_cast<double>(sh.heads) * static_cast<double>(sh.seq_q) / static_cast<double>(sh.kv_heads);
+  s += fmt::format("  why memory   K and V are {} of the {} bytes ({:.1f}%); each K/V element feeds 2*H*Sq/Hkv = {} FLOPs "
+                   "({} query heads per kv head x {} queries), so the intensity tends to 2*H*Sq/(Hkv*e) = {} FLOP/B, "
+                   "{}x below the ridge {}: the time is the K/V read, {} at {}. A larger batch does not help (each "
+                   "sequence reads its own cache); more queries per kv head do: Sq ~ R*e*Hkv/(2*H) = {} reaches "
+                   "the ridge\n",
+                   num(kv_bytes), num(flash.bytes), 100 * kv_bytes / flash.bytes, num(per_kv), sh.heads / sh.kv_heads,
+                   sh.seq_q, num(decode_intensity_limit(sh, e)), num(flash.ridge / flash.intensity), num(flash.ridge),
+                   secs(flash.t_memory_s), gbps(a.bandwidth.value),
+                   num(flash.ridge * e * static_cast<double>(sh.kv_heads) / (2.0 * static_cast<double>(sh.heads))));
+  return s;
+}
+
+std::string collective_story(const Request&, const Analysis& a) {
+  const Collective c = *parse_collective(a.op);
+  const double bytes = a.extra.at("message_bytes").get<double>(), factor = a.extra.at("bus_factor").get<double>();
+  const Roofline& r = a.roof;
+  std::string s;
+  s += fmt::format("  message      {} bytes per rank ({} GiB), nccl-tests' size{}\n", num(bytes), num(bytes / (1 << 30)),
+                   c == Collective::allgather ? " (allgather: the gathered output)" : "");
+  s += fmt::format("  link         {} {} ({})\n", gbps(a.bandwidth.value), link_name(a), a.bandwidth.source);
+  s += fmt::format("  bus factor   {} = {}: in a ring each rank sends and receives {} bytes over its busiest link\n",
+                   c == Collective::allreduce ? "2(n-1)/n" : "(n-1)/n", num(factor), num(r.bytes));
+  s += fmt::format("  lower bound  {} = {} B / {}: link-bound (no FLOPs counted)\n", secs(r.t_lower_bound_s), num(r.bytes),
+                   gbps(a.bandwidth.value));
+  s += fmt::format("  algbw        bytes / time = {}: the rate the application sees\n", gbps(a.extra.at("algbw").get<double>()));
+  s += fmt::format("  busbw        algbw * {} = {}: equals the link bandwidth at the bound, so nccl-tests reports it to "
+                   "compare runs at any rank count with the link's peak\n",
+                   num(factor), gbps(a.extra.at("busbw").get<double>()));
+  return s;
+}
+
+std::string explain(const Request& req, const nlohmann::json* results) {
+  const Analysis a = analyze(req);
+  std::string s = fmt::format("{} {} {} on {} ({}), {}\n", a.op, a.shape, a.dtype, a.gpu_name, a.gpu,
+                              a.measured ? "measured ceilings where known" : "datasheet ceilings");
+  const AnalyticOp& op = find_analytic_op(a.op);
+  s += fmt::format("  what         {}\n", op.summary);
+  s += op.story(req, a);
+  s += fmt::format("  counting     {}\n", a.counting);
+  if (results) {
+    try {
+      s += place_results(a, *results);
+    } catch (const nlohmann::json::exception& e) {
+      bad_input(fmt::format("results: {}", e.what()));
+    }
+  }
+  return s;
+}
+
+}  // namespace kl::model

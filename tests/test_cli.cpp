@@ -1,0 +1,302 @@
+// The kernelab CLI as a user runs it: exit codes (0 ok, 1 runtime failure or failed check,
+// 2 bad input), messages that name the bad value, and the JSON the scripts read.
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+#include <omp.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <cstdio>
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <map>
+#include <nlohmann/json.hpp>
+#include <set>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include "kernelab/probe.h"
+
+namespace fs = std::filesystem;
+
+namespace {
+
+using ::testing::HasSubstr;
+using ::testing::Not;
+
+struct Result {
+  int code = -1;
+  std::string out, err;
+};
+
+// A temp folder for this test process with stored host ceilings, so no run probes the machine
+// (and none writes to the user's cache): the file is written by the library's own serializer
+// for this CPU and thread count, which is what load_or_probe_host accepts.
+struct TempDir {
+  fs::path path;
+  ~TempDir() {
+    std::error_code ec;
+    if (!path.empty()) fs::remove_all(path, ec);
+  }
+};
+
+const fs::path& temp_dir() {
+  static const TempDir dir{[] {
+    std::string tmpl = (fs::temp_directory_path() / "kernelab-cli-test-XXXXXX").string();
+    if (!mkdtemp(tmpl.data())) throw std::runtime_error("mkdtemp failed");
+    fs::path d = tmpl;
+    kl::HostCeilings h;
+    h.cpu = kl::host_cpu_name();
+    h.threads = omp_get_max_threads();
+    h.triad_bytes_per_s = 10e9;
+    h.triad_array_bytes = 512.0 * (1 << 20);
+    h.fma_flops_1t = 50e9;
+    h.fma_flops_all = 100e9;
+    h.measured_at = "2000-01-01T00:00:00Z (test fixture)";
+    h.path = (d / "host-ceilings.json").string();
+    std::ofstream(h.path) << kl::host_ceilings_json(h).dump(2) << "\n";
+    setenv("KERNELAB_PROBE_FILE", h.path.c_str(), 1);
+    return d;
+  }()};
+  return dir.path;
+}
+
+std::string slurp(const fs::path& p) {
+  std::ifstream f(p);
+  std::stringstream s;
+  s << f.rdbuf();
+  return s.str();
+}
+
+// Runs `kernelab <args>` through the shell; stdout and stderr kept apart.
+Result run(const std::string& args) {
+  const fs::path err = temp_dir() / "stderr.txt";
+  const std::string cmd = std::string("'") + KERNELAB_BINARY + "' " + args + " 2>'" + err.string() + "'";
+  Result r;
+  FILE* p = popen(cmd.c_str(), "r");
+  if (!p) {
+    ADD_FAILURE() << "popen failed: " << cmd;
+    return r;
+  }
+  char buf[4096];
+  size_t n;
+  while ((n = fread(buf, 1, sizeof buf, p)) > 0) r.out.append(buf, n);
+  const int status = pclose(p);
+  r.code = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + (WIFSIGNALED(status) ? WTERMSIG(status) : 0);
+  r.err = slurp(err);
+  return r;
+}
+
+nlohmann::json parse_json(const Result& r) {
+  try {
+    return nlohmann::json::parse(r.out);
+  } catch (const std::exception& e) {
+    ADD_FAILURE() << "stdout is not JSON (" << e.what() << "):\n" << r.out << "\nstderr:\n" << r.err;
+    return nlohmann::json::object();
+  }
+}
+
+TEST(Cli, ListJsonHasEveryOpAndVariant) {
+  Result r = run("list --json");
+  ASSERT_EQ(r.code, 0) << r.err;
+  nlohmann::json j = parse_json(r);
+  ASSERT_TRUE(j.contains("ops"));
+  std::vector<std::string> names;
+  for (const auto& op : j["ops"]) {
+    names.push_back(op.at("op"));
+    EXPECT_FALSE(op.at("summary").get<std::string>().empty());
+    EXPECT_FALSE(op.at("counting").get<std::string>().empty());
+    EXPECT_FALSE(op.at("dims").empty());
+    EXPECT_EQ(op.at("dtypes"), (nlohmann::json{"fp32", "fp16", "bf16"}));
+    ASSERT_FALSE(op.at("variants").empty()) << op.at("op");
+    for (const auto& v : op["variants"]) {
+      EXPECT_FALSE(v.at("name").get<std::string>().empty());
+      EXPECT_TRUE(v.at("backend") == "cpu" || v.at("backend") == "cuda" || v.at("backend") == "sim");
+      EXPECT_TRUE(v.at("peer").is_boolean());
+      EXPECT_FALSE(v.at("note").get<std::string>().empty());
+    }
+  }
+  EXPECT_EQ(names, (std::vector<std::string>{"gemm", "softmax", "layernorm", "rmsnorm", "transpose", "reduce"}));
+
+  std::map<std::string, bool> gemm;  // variant -> peer
+  for (const auto& v : j["ops"][0]["variants"]) gemm[v["name"]] = v["peer"];
+  ASSERT_TRUE(gemm.count("openblas"));
+  EXPECT_TRUE(gemm["openblas"]);
+  ASSERT_TRUE(gemm.count("cpu_naive"));
+  EXPECT_FALSE(gemm["cpu_naive"]);
+  ASSERT_TRUE(gemm.count("cpu_tiled"));
+  EXPECT_FALSE(gemm["cpu_tiled"]);
+}
+
+TEST(Cli, ListTextMarksThePeer) {
+  Result r = run("list");
+  ASSERT_EQ(r.code, 0) << r.err;
+  EXPECT_THAT(r.out, HasSubstr("openblas"));
+  EXPECT_THAT(r.out, HasSubstr("[peer]"));
+  EXPECT_THAT(r.out, HasSubstr("transpose"));
+}
+
+// Bad input: exit 2 and a message on stderr that names the bad value.
+struct BadCase {
+  std::string name, args, needle;
+};
+
+void PrintTo(const BadCase& c, std::ostream* os) { *os << "kernelab " << c.args; }
+
+class CliBadInput : public ::testing::TestWithParam<BadCase> {};
+
+TEST_P(CliBadInput, ExitsTwoNamingTheBadValue) {
+  const BadCase& c = GetParam();
+  Result r = run(c.args);
+  EXPECT_EQ(r.code, 2) << "kernelab " << c.args << "\nstdout:\n" << r.out << "\nstderr:\n" << r.err;
+  EXPECT_THAT(r.err, HasSubstr(c.needle)) << "kernelab " << c.args;
+  EXPECT_THAT(r.err, Not(HasSubstr("timing"))) << "bad input must be refused before anything is timed";
+}
+
+const std::string kFast = " --backend cpu --max-seconds 0.05";
+
+INSTANTIATE_TEST_SUITE_P(
+    Cli, CliBadInput,
+    ::testing::Values(
+        BadCase{"UnknownOp", "bench nosuchop" + kFast, "nosuchop"},
+        BadCase{"UnknownOpInCheck", "check softmax nosuchop --backend cpu", "nosuchop"},
+        BadCase{"UnknownVariant", "bench gemm --m 8 --n 8 --k 8 --variant cpu_nosuch" + kFast, "cpu_nosuch"},
+        BadCase{"UnknownBackend", "bench gemm --m 8 --n 8 --k 8 --backend tpu", "tpu"},
+        BadCase{"UnknownBackendInCheck", "check transpose --backend tpu", "tpu"},
+        BadCase{"UnknownDtype", "bench gemm --m 8 --n 8 --k 8 --dtype fp99" + kFast, "fp99"},
+        BadCase{"DtypeTheOpDoesNotTake", "bench softmax --rows 8 --cols 8 --dtype int8" + kFast, "int8"},
+        BadCase{"ZeroDim", "bench gemm --m 0 --n 8 --k 8" + kFast, "m=0"},
+        BadCase{"NegativeDim", "bench gemm --m -3 --n 8 --k 8" + kFast, "m=-3"},
+        BadCase{"NonNumericDim", "bench softmax --rows abc --cols 8" + kFast, "abc"},
+        BadCase{"NonNumericOption", "bench softmax --rows 8 --cols 8 --scale xyz" + kFast, "xyz"},
+        BadCase{"EmptyNumericOption", "bench gemm --m 8 --n 8 --k 8 --alpha ''" + kFast, "alpha"},
+        BadCase{"BadChoice", "bench gemm --m 8 --n 8 --k 8 --a-layout diagonal" + kFast, "diagonal"},
+        BadCase{"ShapeOptionTheOpLacks", "bench softmax --m 5" + kFast, "--m"},
+        BadCase{"OptionTheOpLacks", "bench transpose --rows 4 --cols 4 --causal 1" + kFast, "--causal"},
+        BadCase{"ImpossiblyLargeShape", "bench gemm --m 1073741824 --n 1073741824 --k 1073741824" + kFast, "1073741824"},
+        BadCase{"AxisWithoutValues", "sweep softmax --axis rows" + kFast, "rows"},
+        BadCase{"AxisWithoutName", "sweep softmax --axis =1,2" + kFast, "=1,2"},
+        BadCase{"AxisTheOpLacks", "sweep softmax --axis m=1,2" + kFast, "'m'"},
+        // The good value comes first: nothing may be timed before the bad one is refused.
+        BadCase{"AxisValueNotAnInteger", "sweep softmax --cols 8 --axis rows=4,x7" + kFast, "x7"},
+        BadCase{"AxisValueZero", "sweep softmax --cols 8 --axis rows=4,0" + kFast, "rows=0"},
+        BadCase{"AxisChoiceNotAllowed", "sweep softmax --rows 4 --cols 8 --axis causal=0,2" + kFast, "'2'"},
+        BadCase{"MissingOp", "bench --backend cpu", "op"},
+        BadCase{"MissingAxis", "sweep softmax" + kFast, "--axis"},
+        BadCase{"MissingSubcommand", "", "subcommand"},
+        BadCase{"UnknownFlag", "bench softmax --no-such-flag 3" + kFast, "--no-such-flag"}),
+    [](const ::testing::TestParamInfo<BadCase>& info) { return info.param.name; });
+
+TEST(Cli, CheckTransposeAndReducePasses) {
+  Result r = run("check transpose reduce --backend cpu");
+  ASSERT_EQ(r.code, 0) << r.out << r.err;
+  EXPECT_THAT(r.out, HasSubstr("all variants passed"));
+  EXPECT_THAT(r.out, HasSubstr("transpose"));
+  EXPECT_THAT(r.out, HasSubstr("reduce"));
+  EXPECT_THAT(r.out, Not(HasSubstr("gemm")));
+}
+
+TEST(Cli, CheckJsonReportsEveryVariantAndDtype) {
+  Result r = run("check transpose --backend cpu --json --seed 7");
+  ASSERT_EQ(r.code, 0) << r.err;
+  nlohmann::json j = parse_json(r);
+  EXPECT_EQ(j.at("passed"), true);
+  std::set<std::string> seen;
+  for (const auto& row : j.at("results")) {
+    EXPECT_EQ(row.at("op"), "transpose");
+    EXPECT_EQ(row.at("failed"), 0);
+    EXPECT_GT(row.at("passed").get<int>(), 0);
+    EXPECT_EQ(row.at("max_rel_err"), 0.0);  // a transpose is exact
+    seen.insert(row.at("variant").get<std::string>() + "/" + row.at("dtype").get<std::string>());
+  }
+  EXPECT_EQ(seen, (std::set<std::string>{"cpu_naive/fp32", "cpu_naive/fp16", "cpu_naive/bf16", "cpu_tiled/fp32",
+                                         "cpu_tiled/fp16", "cpu_tiled/bf16"}));
+}
+
+void expect_point_keys(const nlohmann::json& pt) {
+  for (const char* key : {"op", "variant", "backend", "dtype", "median_s", "tflops", "gbps", "pct_of_bound", "max_rel_err",
+                          "device", "commit", "runs", "flops", "bytes", "peer"})
+    EXPECT_TRUE(pt.contains(key)) << "point lacks " << key << ": " << pt.dump();
+  EXPECT_GT(pt.at("median_s").get<double>(), 0);
+  EXPECT_GE(pt.at("runs").get<int>(), 1);
+  EXPECT_GT(pt.at("gbps").get<double>(), 0);
+  EXPECT_GT(pt.at("pct_of_bound").get<double>(), 0);
+  EXPECT_GE(pt.at("max_rel_err").get<double>(), 0);
+  EXPECT_FALSE(pt.at("device").get<std::string>().empty());
+  EXPECT_FALSE(pt.at("commit").get<std::string>().empty());
+  EXPECT_EQ(pt.at("backend"), "cpu");
+}
+
+TEST(Cli, BenchTransposeJson) {
+  Result r = run("bench transpose --rows 7 --cols 33 --backend cpu --max-seconds 0.05 --json");
+  ASSERT_EQ(r.code, 0) << r.err;
+  nlohmann::json j = parse_json(r);
+  ASSERT_TRUE(j.contains("points"));
+  std::set<std::string> variants;
+  for (const auto& pt : j["points"]) {
+    expect_point_keys(pt);
+    EXPECT_EQ(pt.at("op"), "transpose");
+    EXPECT_EQ(pt.at("dtype"), "fp32");
+    EXPECT_EQ(pt.at("tflops").get<double>(), 0);  // no arithmetic
+    EXPECT_EQ(pt.at("max_rel_err").get<double>(), 0);
+    EXPECT_DOUBLE_EQ(pt.at("bytes").get<double>(), 2.0 * 7 * 33 * 4);
+    variants.insert(pt.at("variant"));
+  }
+  EXPECT_EQ(variants, (std::set<std::string>{"cpu_naive", "cpu_tiled"}));
+}
+
+TEST(Cli, BenchGemmJsonIncludesThePeer) {
+  Result r = run("bench gemm --m 64 --n 48 --k 33 --dtype fp32 --backend cpu --max-seconds 0.05 --json");
+  ASSERT_EQ(r.code, 0) << r.err;
+  nlohmann::json j = parse_json(r);
+  std::map<std::string, bool> variants;  // name -> peer
+  for (const auto& pt : j.at("points")) {
+    expect_point_keys(pt);
+    EXPECT_GT(pt.at("tflops").get<double>(), 0);
+    EXPECT_DOUBLE_EQ(pt.at("flops").get<double>(), 2.0 * 64 * 48 * 33);
+    EXPECT_LE(pt.at("max_rel_err").get<double>(), 1e-5);
+    variants[pt.at("variant")] = pt.at("peer");
+  }
+  ASSERT_EQ(variants.size(), 3u) << j.dump(2);
+  EXPECT_FALSE(variants.at("cpu_naive"));
+  EXPECT_FALSE(variants.at("cpu_tiled"));
+  EXPECT_TRUE(variants.at("openblas"));
+}
+
+TEST(Cli, BenchTextShowsTheLadder) {
+  Result r = run("bench gemm --m 16 --n 16 --k 16 --backend cpu --max-seconds 0.05");
+  ASSERT_EQ(r.code, 0) << r.err;
+  for (const char* s : {"cpu_naive", "cpu_tiled", "openblas (peer)", "vs below", "vs peer", "median"})
+    EXPECT_THAT(r.out, HasSubstr(s));
+}
+
+TEST(Cli, BenchOneVariantTheDtypeRulesOut) {
+  // Asking for the fp32-only peer on bf16 is bad input, with the variant's reason.
+  Result r = run("bench gemm --m 8 --n 8 --k 8 --dtype bf16 --variant openblas" + kFast);
+  EXPECT_EQ(r.code, 2) << r.out << r.err;
+  EXPECT_THAT(r.err, HasSubstr("openblas"));
+  EXPECT_THAT(r.err, HasSubstr("fp32"));
+}
+
+TEST(Cli, SweepJson) {
+  Result r = run("sweep reduce --rows 5 --axis cols=7,33 --backend cpu --max-seconds 0.05 --json");
+  ASSERT_EQ(r.code, 0) << r.err;
+  nlohmann::json j = parse_json(r);
+  EXPECT_EQ(j.at("axis"), "cols");
+  ASSERT_EQ(j.at("points").size(), 4u);  // two values x two variants
+  std::set<std::string> labels;
+  for (const auto& pt : j["points"]) {
+    expect_point_keys(pt);
+    labels.insert(pt.at("label"));
+  }
+  EXPECT_EQ(labels.size(), 2u);
+  EXPECT_TRUE(j.at("crossovers").is_array());
+  for (const auto& c : j["crossovers"]) {
+    EXPECT_EQ(c.at("axis"), "cols");
+    EXPECT_LT(c.at("speedup").get<double>(), 1.0);
+  }
+}
+
+}  // namespace

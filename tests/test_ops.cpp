@@ -1,0 +1,819 @@
+// The op registry: cost models and float64 references against hand-computed numbers, the
+// correctness sweep's coverage, every CPU variant against every check case, planted bugs the
+// harness must catch, problem validation, the error measure, and the ladder arithmetic.
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <cstring>
+#include <map>
+#include <set>
+#include <string>
+#include <tuple>
+#include <vector>
+
+#include "kernelab/device.h"
+#include "kernelab/error.h"
+#include "kernelab/harness.h"
+#include "kernelab/ladder.h"
+#include "kernelab/op.h"
+#include "kernelab/tensor.h"
+#include "ops/softmax/softmax.h"
+
+namespace {
+
+using kl::Backend;
+using kl::DType;
+using kl::Op;
+using kl::Problem;
+using kl::Tensor;
+using kl::Variant;
+using ::testing::HasSubstr;
+
+const std::vector<std::string> kOps = {"gemm", "softmax", "layernorm", "rmsnorm", "transpose", "reduce"};
+
+// The message of the BadInput fn throws ("" and a test failure if it throws nothing or another type).
+template <class Fn> std::string bad_input_message(Fn&& fn) {
+  try {
+    fn();
+  } catch (const kl::BadInput& e) {
+    return e.what();
+  } catch (const std::exception& e) {
+    ADD_FAILURE() << "threw something other than kl::BadInput: " << e.what();
+    return "";
+  }
+  ADD_FAILURE() << "did not throw kl::BadInput";
+  return "";
+}
+
+kl::Device& cpu_device() {
+  static kl::DeviceSet set = kl::open_devices({Backend::cpu});
+  kl::Device* d = kl::find_device(set, Backend::cpu);
+  if (!d) throw std::runtime_error("no CPU device");
+  return *d;
+}
+
+// Host tensors for op's inputs on p, laid out as the op declares them, zero-filled.
+std::vector<Tensor> make_inputs(const Op& op, const Problem& p) {
+  std::vector<Tensor> out;
+  for (const kl::TensorSpec& s : op.inputs(p)) {
+    out.push_back(s.strides.empty() ? Tensor::host(s.dtype, s.shape) : Tensor::host_strided(s.dtype, s.shape, s.strides));
+    for (int64_t i = 0; i < out.back().numel(); ++i) out.back().set(i, 0.0);
+  }
+  return out;
+}
+
+// Sets a matrix by logical (row, column), whatever its strides.
+void set_matrix(Tensor& t, const std::vector<std::vector<double>>& v) {
+  for (size_t i = 0; i < v.size(); ++i)
+    for (size_t j = 0; j < v[i].size(); ++j) t.set(t.offset({static_cast<int64_t>(i), static_cast<int64_t>(j)}), v[i][j]);
+}
+
+void set_vector(Tensor& t, const std::vector<double>& v) {
+  for (size_t i = 0; i < v.size(); ++i) t.set(static_cast<int64_t>(i), v[i]);
+}
+
+void expect_near_all(const std::vector<double>& got, const std::vector<double>& want, double tol) {
+  ASSERT_EQ(got.size(), want.size());
+  for (size_t i = 0; i < got.size(); ++i) EXPECT_NEAR(got[i], want[i], tol) << "element " << i;
+}
+
+// ---------------------------------------------------------------------------------------------
+// Cost models
+
+TEST(Cost, Gemm) {
+  const Op& op = kl::find_op("gemm");
+  kl::Cost c = op.cost(kl::make_problem(op, DType::f32, {{"m", 2}, {"n", 3}, {"k", 4}}));
+  EXPECT_DOUBLE_EQ(c.flops, 2.0 * 2 * 3 * 4);  // 48
+  EXPECT_DOUBLE_EQ(c.bytes, (8 + 12 + 6) * 4.0);  // A, B read, D written; C not read at beta 0
+  c = op.cost(kl::make_problem(op, DType::f32, {{"m", 2}, {"n", 3}, {"k", 4}}, {{"beta", "0.5"}}));
+  EXPECT_DOUBLE_EQ(c.flops, 48);  // alpha/beta not counted
+  EXPECT_DOUBLE_EQ(c.bytes, (8 + 12 + 6 + 6) * 4.0);  // C read as well
+  c = op.cost(kl::make_problem(op, DType::bf16, {{"m", 2}, {"n", 3}, {"k", 4}}));
+  EXPECT_DOUBLE_EQ(c.flops, 48);
+  EXPECT_DOUBLE_EQ(c.bytes, (8 + 12 + 6) * 2.0);
+  c = op.cost(kl::make_problem(op, DType::f16, {{"m", 2}, {"n", 3}, {"k", 4}}, {{"alpha", "3"}, {"beta", "-1"}}));
+  EXPECT_DOUBLE_EQ(c.bytes, (8 + 12 + 12) * 2.0);
+  // Layout does not change the count.
+  c = op.cost(kl::make_problem(op, DType::f32, {{"m", 2}, {"n", 3}, {"k", 4}}, {{"a_layout", "col"}, {"b_layout", "col"}}));
+  EXPECT_DOUBLE_EQ(c.bytes, (8 + 12 + 6) * 4.0);
+}
+
+TEST(Cost, Softmax) {
+  const Op& op = kl::find_op("softmax");
+  kl::Cost c = op.cost(kl::make_problem(op, DType::f32, {{"rows", 3}, {"cols", 5}}));
+  EXPECT_DOUBLE_EQ(c.flops, 5.0 * 15);
+  EXPECT_DOUBLE_EQ(c.bytes, 2.0 * 15 * 4);
+  c = op.cost(kl::make_problem(op, DType::bf16, {{"rows", 3}, {"cols", 5}}, {{"causal", "1"}}));
+  EXPECT_DOUBLE_EQ(c.flops, 5.0 * 15);
+  EXPECT_DOUBLE_EQ(c.bytes, 2.0 * 15 * 2);
+}
+
+TEST(Cost, Layernorm) {
+  const Op& op = kl::find_op("layernorm");
+  kl::Cost c = op.cost(kl::make_problem(op, DType::f32, {{"rows", 3}, {"cols", 5}}));
+  EXPECT_DOUBLE_EQ(c.flops, 8.0 * 15);
+  EXPECT_DOUBLE_EQ(c.bytes, (15 + 15 + 5 + 5) * 4.0);  // x, y, gamma, beta
+  c = op.cost(kl::make_problem(op, DType::f32, {{"rows", 3}, {"cols", 5}}, {{"residual", "1"}}));
+  EXPECT_DOUBLE_EQ(c.flops, 9.0 * 15);
+  EXPECT_DOUBLE_EQ(c.bytes, (15 + 15 + 15 + 15 + 5 + 5) * 4.0);  // x, residual, y, h, gamma, beta
+  c = op.cost(kl::make_problem(op, DType::f16, {{"rows", 3}, {"cols", 5}}));
+  EXPECT_DOUBLE_EQ(c.bytes, (15 + 15 + 5 + 5) * 2.0);
+}
+
+TEST(Cost, Rmsnorm) {
+  const Op& op = kl::find_op("rmsnorm");
+  kl::Cost c = op.cost(kl::make_problem(op, DType::f32, {{"rows", 3}, {"cols", 5}}));
+  EXPECT_DOUBLE_EQ(c.flops, 4.0 * 15);
+  EXPECT_DOUBLE_EQ(c.bytes, (15 + 15 + 5) * 4.0);  // x, y, gamma
+  c = op.cost(kl::make_problem(op, DType::bf16, {{"rows", 3}, {"cols", 5}}, {{"residual", "1"}}));
+  EXPECT_DOUBLE_EQ(c.flops, 5.0 * 15);
+  EXPECT_DOUBLE_EQ(c.bytes, (15 + 15 + 15 + 15 + 5) * 2.0);
+}
+
+TEST(Cost, Transpose) {
+  const Op& op = kl::find_op("transpose");
+  kl::Cost c = op.cost(kl::make_problem(op, DType::f32, {{"rows", 3}, {"cols", 5}}));
+  EXPECT_DOUBLE_EQ(c.flops, 0);
+  EXPECT_DOUBLE_EQ(c.bytes, 2.0 * 15 * 4);
+  c = op.cost(kl::make_problem(op, DType::f16, {{"rows", 3}, {"cols", 5}}));
+  EXPECT_DOUBLE_EQ(c.bytes, 2.0 * 15 * 2);
+}
+
+TEST(Cost, Reduce) {
+  const Op& op = kl::find_op("reduce");
+  kl::Cost c = op.cost(kl::make_problem(op, DType::f32, {{"rows", 3}, {"cols", 5}}));
+  EXPECT_DOUBLE_EQ(c.flops, 15);
+  EXPECT_DOUBLE_EQ(c.bytes, 15 * 4.0 + 3 * 4.0);  // x read, one fp32 result per row
+  c = op.cost(kl::make_problem(op, DType::f32, {{"rows", 3}, {"cols", 5}}, {{"over", "total"}}));
+  EXPECT_DOUBLE_EQ(c.flops, 15);
+  EXPECT_DOUBLE_EQ(c.bytes, 15 * 4.0 + 4.0);  // one fp32 result
+  c = op.cost(kl::make_problem(op, DType::bf16, {{"rows", 3}, {"cols", 5}}, {{"mode", "max"}}));
+  EXPECT_DOUBLE_EQ(c.flops, 15);
+  EXPECT_DOUBLE_EQ(c.bytes, 15 * 2.0 + 3 * 4.0);  // the result is fp32 whatever the input
+}
+
+TEST(Cost, EveryOpStatesItsCounting) {
+  for (const Op& op : kl::registry()) {
+    EXPECT_FALSE(op.counting.empty()) << op.name;
+    EXPECT_FALSE(op.summary.empty()) << op.name;
+  }
+}
+
+// ---------------------------------------------------------------------------------------------
+// References
+
+TEST(Reference, Gemm2x2x2WithAlphaBeta) {
+  const Op& op = kl::find_op("gemm");
+  Problem p = kl::make_problem(op, DType::f32, {{"m", 2}, {"n", 2}, {"k", 2}}, {{"alpha", "2"}, {"beta", "0.5"}});
+  auto in = make_inputs(op, p);
+  set_matrix(in[0], {{1, 2}, {3, 4}});
+  set_matrix(in[1], {{5, 6}, {7, 8}});
+  set_matrix(in[2], {{1, 2}, {-4, 10}});
+  // A B = [[19, 22], [43, 50]]; D = 2 A B + 0.5 C.
+  auto ref = op.reference(p, in);
+  ASSERT_EQ(ref.size(), 1u);
+  expect_near_all(ref[0], {38.5, 45, 84, 105}, 1e-12);
+}
+
+TEST(Reference, GemmColumnMajorOperands) {
+  const Op& op = kl::find_op("gemm");
+  for (const char* la : {"row", "col"})
+    for (const char* lb : {"row", "col"}) {
+      SCOPED_TRACE(std::string("a_layout=") + la + " b_layout=" + lb);
+      Problem p = kl::make_problem(op, DType::f32, {{"m", 2}, {"n", 3}, {"k", 2}}, {{"a_layout", la}, {"b_layout", lb}});
+      auto in = make_inputs(op, p);
+      if (std::string(la) == "col") EXPECT_EQ(in[0].strides(), (std::vector<int64_t>{1, 2}));
+      if (std::string(lb) == "col") EXPECT_EQ(in[1].strides(), (std::vector<int64_t>{1, 2}));
+      set_matrix(in[0], {{1, 2}, {3, 4}});
+      set_matrix(in[1], {{1, 0, -1}, {2, 1, 0}});
+      set_matrix(in[2], {{NAN, NAN, NAN}, {NAN, NAN, NAN}});  // beta 0: C is never read
+      auto ref = op.reference(p, in);
+      expect_near_all(ref[0], {5, 2, -1, 11, 4, -3}, 1e-12);
+    }
+}
+
+TEST(Reference, SoftmaxOfZeroAndLn2) {
+  const Op& op = kl::find_op("softmax");
+  Problem p = kl::make_problem(op, DType::f32, {{"rows", 1}, {"cols", 2}});
+  auto in = make_inputs(op, p);
+  set_matrix(in[0], {{0.0, std::log(2.0)}});
+  expect_near_all(op.reference(p, in)[0], {1.0 / 3, 2.0 / 3}, 1e-7);
+  // scale multiplies x first: softmax(0.5 * [0, 2 ln 2]) is the same.
+  p = kl::make_problem(op, DType::f32, {{"rows", 1}, {"cols", 2}}, {{"scale", "0.5"}});
+  set_matrix(in[0], {{0.0, 2 * std::log(2.0)}});
+  expect_near_all(op.reference(p, in)[0], {1.0 / 3, 2.0 / 3}, 1e-7);
+  // Rows are independent; equal inputs give a uniform row whatever their value.
+  p = kl::make_problem(op, DType::f32, {{"rows", 2}, {"cols", 4}});
+  auto in2 = make_inputs(op, p);
+  set_matrix(in2[0], {{3, 3, 3, 3}, {-100, 0, -100, -100}});
+  const double tiny = std::exp(-100.0) / (1 + 3 * std::exp(-100.0));
+  expect_near_all(op.reference(p, in2)[0], {0.25, 0.25, 0.25, 0.25, tiny, 1 - 3 * tiny, tiny, tiny}, 1e-12);
+}
+
+TEST(Reference, SoftmaxCausalMaskIsBottomRightAligned) {
+  const Op& op = kl::find_op("softmax");
+  // More columns than rows: row i keeps j <= i + 2.
+  Problem p = kl::make_problem(op, DType::f32, {{"rows", 2}, {"cols", 4}}, {{"causal", "1"}});
+  EXPECT_EQ(kl::softmax_valid_cols(p, 0), 3);
+  EXPECT_EQ(kl::softmax_valid_cols(p, 1), 4);
+  auto in = make_inputs(op, p);
+  set_matrix(in[0], {{0, 0, 0, 5}, {0, 0, 0, 0}});  // the masked 5 must not count
+  expect_near_all(op.reference(p, in)[0], {1.0 / 3, 1.0 / 3, 1.0 / 3, 0, 0.25, 0.25, 0.25, 0.25}, 1e-12);
+
+  // More rows than columns: row i keeps j <= i - 1, so row 0 keeps nothing and is all zeros.
+  p = kl::make_problem(op, DType::f32, {{"rows", 3}, {"cols", 2}}, {{"causal", "1"}});
+  EXPECT_EQ(kl::softmax_valid_cols(p, 0), 0);
+  EXPECT_EQ(kl::softmax_valid_cols(p, 1), 1);
+  EXPECT_EQ(kl::softmax_valid_cols(p, 2), 2);
+  auto in2 = make_inputs(op, p);
+  set_matrix(in2[0], {{1, 2}, {7, 9}, {0, std::log(2.0)}});
+  expect_near_all(op.reference(p, in2)[0], {0, 0, 1, 0, 1.0 / 3, 2.0 / 3}, 1e-7);
+
+  // Square: the usual lower triangle.
+  p = kl::make_problem(op, DType::f32, {{"rows", 3}, {"cols", 3}}, {{"causal", "1"}});
+  auto in3 = make_inputs(op, p);
+  expect_near_all(op.reference(p, in3)[0], {1, 0, 0, 0.5, 0.5, 0, 1.0 / 3, 1.0 / 3, 1.0 / 3}, 1e-12);
+
+  // Without the mask every column counts.
+  p = kl::make_problem(op, DType::f32, {{"rows", 3}, {"cols", 2}});
+  EXPECT_EQ(kl::softmax_valid_cols(p, 0), 2);
+}
+
+TEST(Reference, Layernorm) {
+  const Op& op = kl::find_op("layernorm");
+  Problem p = kl::make_problem(op, DType::f32, {{"rows", 1}, {"cols", 3}});
+  auto in = make_inputs(op, p);
+  ASSERT_EQ(in.size(), 3u);  // x, gamma, beta
+  set_matrix(in[0], {{1, 2, 3}});
+  set_vector(in[1], {1, 1, 1});
+  set_vector(in[2], {0, 0, 0});
+  // mean 2, variance 2/3.
+  const double r = 1 / std::sqrt(2.0 / 3 + 1e-5);
+  auto ref = op.reference(p, in);
+  ASSERT_EQ(ref.size(), 1u);
+  expect_near_all(ref[0], {-r, 0, r}, 1e-12);
+  // gamma scales and beta shifts per column.
+  set_vector(in[1], {2, 1, 0.5});
+  set_vector(in[2], {1, -1, 0});
+  expect_near_all(op.reference(p, in)[0], {-2 * r + 1, -1, 0.5 * r}, 1e-12);
+}
+
+TEST(Reference, LayernormWithResidual) {
+  const Op& op = kl::find_op("layernorm");
+  Problem p = kl::make_problem(op, DType::f32, {{"rows", 2}, {"cols", 3}}, {{"residual", "1"}, {"eps", "0"}});
+  auto in = make_inputs(op, p);
+  ASSERT_EQ(in.size(), 4u);  // x, gamma, beta, residual
+  set_matrix(in[0], {{0, 1, 2}, {5, 5, 5}});
+  set_vector(in[1], {1, 1, 1});
+  set_vector(in[2], {0, 0, 0});
+  set_matrix(in[3], {{1, 1, 1}, {-1, 0, 1}});
+  auto ref = op.reference(p, in);
+  ASSERT_EQ(ref.size(), 2u);  // y and h
+  const double r = 1 / std::sqrt(2.0 / 3);
+  expect_near_all(ref[0], {-r, 0, r, -r, 0, r}, 1e-12);
+  expect_near_all(ref[1], {1, 2, 3, 4, 5, 6}, 0);
+}
+
+TEST(Reference, Rmsnorm) {
+  const Op& op = kl::find_op("rmsnorm");
+  Problem p = kl::make_problem(op, DType::f32, {{"rows", 2}, {"cols", 3}});
+  auto in = make_inputs(op, p);
+  ASSERT_EQ(in.size(), 2u);  // x, gamma
+  set_matrix(in[0], {{1, 2, 3}, {-2, 2, 0}});
+  set_vector(in[1], {1, 1, 2});
+  const double r0 = 1 / std::sqrt(14.0 / 3 + 1e-5), r1 = 1 / std::sqrt(8.0 / 3 + 1e-5);
+  expect_near_all(op.reference(p, in)[0], {r0, 2 * r0, 6 * r0, -2 * r1, 2 * r1, 0}, 1e-12);
+
+  p = kl::make_problem(op, DType::f32, {{"rows", 1}, {"cols", 2}}, {{"residual", "1"}, {"eps", "0"}});
+  auto in2 = make_inputs(op, p);
+  ASSERT_EQ(in2.size(), 3u);  // x, gamma, residual
+  set_matrix(in2[0], {{1, 3}});
+  set_vector(in2[1], {1, 1});
+  set_matrix(in2[2], {{2, 1}});  // h = [3, 4], rms = sqrt(12.5)
+  auto ref = op.reference(p, in2);
+  ASSERT_EQ(ref.size(), 2u);
+  expect_near_all(ref[0], {3 / std::sqrt(12.5), 4 / std::sqrt(12.5)}, 1e-12);
+  expect_near_all(ref[1], {3, 4}, 0);
+}
+
+TEST(Reference, Transpose2x3) {
+  const Op& op = kl::find_op("transpose");
+  Problem p = kl::make_problem(op, DType::f32, {{"rows", 2}, {"cols", 3}});
+  auto in = make_inputs(op, p);
+  set_matrix(in[0], {{1, 2, 3}, {4, 5, 6}});
+  expect_near_all(op.reference(p, in)[0], {1, 4, 2, 5, 3, 6}, 0);
+  EXPECT_EQ(op.outputs(p)[0].shape, (kl::Shape{3, 2}));
+}
+
+TEST(Reference, Reduce) {
+  const Op& op = kl::find_op("reduce");
+  const std::vector<std::vector<double>> x = {{1, 5, 3}, {-2, 0, 7}};
+  struct Case {
+    const char *mode, *over;
+    std::vector<double> want;
+  };
+  for (const Case& c : {Case{"sum", "rows", {9, 5}}, Case{"max", "rows", {5, 7}}, Case{"sum", "total", {14}},
+                        Case{"max", "total", {7}}}) {
+    SCOPED_TRACE(std::string(c.mode) + " over " + c.over);
+    Problem p = kl::make_problem(op, DType::f32, {{"rows", 2}, {"cols", 3}}, {{"mode", c.mode}, {"over", c.over}});
+    auto in = make_inputs(op, p);
+    set_matrix(in[0], x);
+    expect_near_all(op.reference(p, in)[0], c.want, 0);
+    EXPECT_EQ(op.outputs(p)[0].dtype, DType::f32);
+    EXPECT_EQ(op.outputs(p)[0].shape, (kl::Shape{static_cast<int64_t>(c.want.size())}));
+  }
+  // A max row of negatives is the largest negative, not 0.
+  Problem p = kl::make_problem(op, DType::f32, {{"rows", 1}, {"cols", 3}}, {{"mode", "max"}});
+  auto in = make_inputs(op, p);
+  set_matrix(in[0], {{-3, -1, -2}});
+  expect_near_all(op.reference(p, in)[0], {-1}, 0);
+}
+
+// ---------------------------------------------------------------------------------------------
+// The correctness sweep
+
+TEST(CheckSweep, CoversEdgeShapesDtypesAndOptions) {
+  const std::vector<int64_t> edge = {1, 7, 33, 127, 1000};
+  for (const Op& op : kl::registry()) {
+    SCOPED_TRACE(op.name);
+    const std::vector<Problem> cases = op.check_cases(op);
+    ASSERT_FALSE(cases.empty());
+    std::set<DType> dtypes;
+    std::map<DType, std::map<std::string, std::set<int64_t>>> values;  // per dtype, per dimension
+    std::map<std::string, std::set<std::string>> opt_values;
+    std::map<DType, bool> non_square;
+    for (const Problem& p : cases) {
+      EXPECT_EQ(p.op, op.name);
+      dtypes.insert(p.dtype);
+      for (const auto& [k, v] : p.dims) values[p.dtype][k].insert(v);
+      for (const auto& [k, v] : p.opts) opt_values[k].insert(v);
+      std::set<int64_t> distinct;
+      for (const auto& [k, v] : p.dims) distinct.insert(v);
+      if (distinct.size() > 1) non_square[p.dtype] = true;
+    }
+    EXPECT_EQ(dtypes, (std::set<DType>{DType::f32, DType::f16, DType::bf16}));
+    EXPECT_EQ(dtypes, std::set<DType>(op.dtypes.begin(), op.dtypes.end()));
+    for (DType t : dtypes) {
+      SCOPED_TRACE(std::string(kl::dtype_name(t)));
+      EXPECT_TRUE(non_square[t]) << "no non-square shape";
+      for (const kl::DimSpec& d : op.dims)
+        for (int64_t v : edge) EXPECT_TRUE(values[t][d.name].count(v)) << d.name << "=" << v << " never checked";
+    }
+    for (const kl::OptSpec& o : op.opts) {
+      if (o.values.empty()) {
+        EXPECT_GT(opt_values[o.name].size(), 1u) << "numeric option " << o.name << " only checked at its default";
+      } else {
+        for (const std::string& v : o.values) EXPECT_TRUE(opt_values[o.name].count(v)) << o.name << "=" << v << " never checked";
+      }
+    }
+  }
+}
+
+TEST(CheckSweep, RegistryHasTheSixOpsWithVariants) {
+  std::vector<std::string> names;
+  for (const Op& op : kl::registry()) {
+    names.push_back(op.name);
+    EXPECT_FALSE(op.variants.empty()) << op.name;
+    std::set<std::string> vnames;
+    for (const Variant& v : op.variants) {
+      EXPECT_TRUE(vnames.insert(v.name).second) << op.name << " has two variants named " << v.name;
+      EXPECT_FALSE(v.note.empty()) << op.name << " " << v.name;
+      EXPECT_TRUE(static_cast<bool>(v.run)) << op.name << " " << v.name;
+      EXPECT_EQ(op.find_variant(v.name), &v);
+    }
+    EXPECT_EQ(op.find_variant("no_such_variant"), nullptr);
+    EXPECT_EQ(&kl::find_op(op.name), &op);
+  }
+  EXPECT_EQ(names, kOps);
+  const Op& gemm = kl::find_op("gemm");
+  ASSERT_NE(gemm.find_variant("openblas"), nullptr);
+  EXPECT_TRUE(gemm.find_variant("openblas")->peer);
+  EXPECT_FALSE(gemm.find_variant("cpu_naive")->peer);
+  EXPECT_FALSE(gemm.find_variant("cpu_tiled")->peer);
+  EXPECT_THAT(bad_input_message([] { kl::find_op("gemv"); }), HasSubstr("gemv"));
+}
+
+// Every CPU variant of one op on every check case of one dtype.
+// Parameters are (op name, dtype name): readable in test names and failure messages.
+class AllVariants : public ::testing::TestWithParam<std::tuple<std::string, std::string>> {};
+
+TEST_P(AllVariants, PassEveryCheckCase) {
+  const Op& op = kl::find_op(std::get<0>(GetParam()));
+  const DType dtype = kl::parse_dtype(std::get<1>(GetParam())).value();
+  kl::Device& cpu = cpu_device();
+  uint64_t seed = 0xC0FFEE + static_cast<uint64_t>(dtype) * 100000 + std::hash<std::string>{}(op.name) % 1000;
+  int ran = 0;
+  for (const Problem& p : op.check_cases(op)) {
+    if (p.dtype != dtype) continue;
+    int ran_here = 0;
+    for (const Variant& v : op.variants) {
+      if (v.backend != Backend::cpu) continue;
+      if (auto why = v.supports(p)) {
+        EXPECT_FALSE(why->empty()) << v.name << " refuses " << p.label() << " without saying why";
+        continue;
+      }
+      const kl::CheckResult r = kl::check_variant(op, v, p, cpu, seed++);
+      EXPECT_TRUE(r.passed) << op.name << " " << v.name << " " << kl::dtype_name(p.dtype) << " " << p.label() << ": "
+                            << r.failure;
+      EXPECT_LE(r.max_rel_err, r.tolerance) << op.name << " " << v.name << " " << p.label();
+      EXPECT_EQ(r.variant, v.name);
+      ++ran_here;
+    }
+    EXPECT_GT(ran_here, 0) << "no CPU variant ran " << p.label();
+    ran += ran_here;
+  }
+  EXPECT_GT(ran, 0);
+}
+
+std::vector<std::tuple<std::string, std::string>> op_dtype_pairs() {
+  std::vector<std::tuple<std::string, std::string>> out;
+  for (const Op& op : kl::registry())
+    for (DType t : op.dtypes) out.emplace_back(op.name, std::string(kl::dtype_name(t)));
+  return out;
+}
+
+INSTANTIATE_TEST_SUITE_P(Registry, AllVariants, ::testing::ValuesIn(op_dtype_pairs()),
+                         [](const ::testing::TestParamInfo<std::tuple<std::string, std::string>>& info) {
+                           return std::get<0>(info.param) + "_" + std::get<1>(info.param);
+                         });
+
+TEST(CheckVariant, UnsupportedIsReportedWithItsReason) {
+  const Op& op = kl::find_op("gemm");
+  const Variant* ob = op.find_variant("openblas");
+  ASSERT_NE(ob, nullptr);
+  Problem p = kl::make_problem(op, DType::bf16, {{"m", 4}, {"n", 4}, {"k", 4}});
+  auto why = ob->supports(p);
+  ASSERT_TRUE(why.has_value());
+  EXPECT_FALSE(why->empty());
+  kl::CheckResult r = kl::check_variant(op, *ob, p, cpu_device(), 1);
+  EXPECT_FALSE(r.passed);
+  EXPECT_THAT(r.failure, HasSubstr("unsupported"));
+  EXPECT_THAT(r.failure, HasSubstr(*why));
+}
+
+// ---------------------------------------------------------------------------------------------
+// Planted bugs: a copy of a real variant, made wrong in one way, must fail the check.
+
+class PlantedBug : public ::testing::Test {
+ protected:
+  const Op& op = kl::find_op("softmax");
+  const Problem p = kl::make_problem(op, DType::f32, {{"rows", 5}, {"cols", 9}});
+  const Variant real = *op.find_variant("cpu_naive");
+
+  Variant planted(const std::string& name, std::function<void(const Problem&, const kl::Args&)> after) const {
+    Variant v = real;
+    v.name = name;
+    v.run = [run = real.run, after](const Problem& q, const kl::Args& a) {
+      run(q, a);
+      after(q, a);
+    };
+    return v;
+  }
+};
+
+TEST_F(PlantedBug, TheUnchangedCopyPasses) {
+  kl::CheckResult r = kl::check_variant(op, planted("copy", [](const Problem&, const kl::Args&) {}), p, cpu_device(), 3);
+  EXPECT_TRUE(r.passed) << r.failure;
+}
+
+TEST_F(PlantedBug, OneElementTenPercentOffFails) {
+  Variant v = planted("last_times_1_1", [](const Problem&, const kl::Args& a) {
+    Tensor& y = a.out[0];
+    const int64_t last = y.numel() - 1;
+    y.set(last, y.get(last) * 1.1);
+  });
+  kl::CheckResult r = kl::check_variant(op, v, p, cpu_device(), 3);
+  EXPECT_FALSE(r.passed);
+  EXPECT_GT(r.max_rel_err, r.tolerance);
+  EXPECT_TRUE(std::isfinite(r.max_rel_err));
+  EXPECT_THAT(r.failure, HasSubstr("max_rel_err"));
+  EXPECT_THAT(r.failure, HasSubstr("tolerance"));
+}
+
+TEST_F(PlantedBug, OneElementUnwrittenFailsAsNonFinite) {
+  Variant v = real;
+  v.name = "skips_last";
+  v.run = [run = real.run](const Problem& q, const kl::Args& a) {
+    // The real variant writes into scratch; all but the last element are copied out.
+    Tensor scratch = Tensor::host(a.out[0].dtype(), a.out[0].shape());
+    kl::Args to_scratch{a.in, std::span<Tensor>(&scratch, 1), a.workspace, a.stream};
+    run(q, to_scratch);
+    std::memcpy(a.out[0].data(), scratch.data(), scratch.nbytes() - sizeof(float));
+  };
+  kl::CheckResult r = kl::check_variant(op, v, p, cpu_device(), 3);
+  EXPECT_FALSE(r.passed);
+  EXPECT_TRUE(std::isinf(r.max_rel_err));
+  EXPECT_THAT(r.failure, HasSubstr("non-finite"));
+}
+
+TEST_F(PlantedBug, WritingPastTheEndFailsOnTheGuard) {
+  Variant v = planted("writes_past_end", [](const Problem&, const kl::Args& a) {
+    a.out[0].as<float>()[a.out[0].numel()] = 0.5f;
+  });
+  kl::CheckResult r = kl::check_variant(op, v, p, cpu_device(), 3);
+  EXPECT_FALSE(r.passed);
+  EXPECT_THAT(r.failure, HasSubstr("out of bounds"));
+  EXPECT_THAT(r.failure, HasSubstr("guard"));
+}
+
+TEST_F(PlantedBug, WritingBeforeTheStartFailsOnTheGuard) {
+  Variant v = planted("writes_before_start", [](const Problem&, const kl::Args& a) { a.out[0].as<float>()[-1] = 0.5f; });
+  kl::CheckResult r = kl::check_variant(op, v, p, cpu_device(), 3);
+  EXPECT_FALSE(r.passed);
+  EXPECT_THAT(r.failure, HasSubstr("guard"));
+}
+
+TEST_F(PlantedBug, ModifyingTheInputFails) {
+  Variant v = planted("scribbles_on_x", [](const Problem&, const kl::Args& a) {
+    Tensor& x = const_cast<Tensor&>(a.in[0]);
+    x.set(3, x.get(3) + 0.25);
+  });
+  kl::CheckResult r = kl::check_variant(op, v, p, cpu_device(), 3);
+  EXPECT_FALSE(r.passed);
+  EXPECT_THAT(r.failure, HasSubstr("input 0"));
+  EXPECT_THAT(r.failure, HasSubstr("modified"));
+}
+
+TEST(PlantedBugGemm, IgnoringTheLayoutOfAFailsOnColumnMajorA) {
+  const Op& op = kl::find_op("gemm");
+  Variant v;
+  v.name = "assumes_row_major_a";
+  v.run = [](const Problem& p, const kl::Args& a) {  // fp32 only; reads A as if row-major
+    const int64_t m = p.dim("m"), n = p.dim("n"), k = p.dim("k");
+    const float* A = a.in[0].as<float>();
+    const Tensor& B = a.in[1];
+    float* D = a.out[0].as<float>();
+    for (int64_t i = 0; i < m; ++i)
+      for (int64_t j = 0; j < n; ++j) {
+        float acc = 0;
+        for (int64_t l = 0; l < k; ++l) acc += A[i * k + l] * B.as<float>()[B.offset({l, j})];
+        D[i * n + j] = acc;
+      }
+  };
+  Problem row = kl::make_problem(op, DType::f32, {{"m", 7}, {"n", 5}, {"k", 6}});
+  Problem col = kl::make_problem(op, DType::f32, {{"m", 7}, {"n", 5}, {"k", 6}}, {{"a_layout", "col"}});
+  EXPECT_TRUE(kl::check_variant(op, v, row, cpu_device(), 5).passed);
+  kl::CheckResult r = kl::check_variant(op, v, col, cpu_device(), 5);
+  EXPECT_FALSE(r.passed);
+  EXPECT_THAT(r.failure, HasSubstr("max_rel_err"));
+}
+
+// ---------------------------------------------------------------------------------------------
+// Problems
+
+TEST(MakeProblem, DefaultsAndOverrides) {
+  const Op& op = kl::find_op("gemm");
+  Problem p = kl::make_problem(op, DType::bf16, {{"m", 2}}, {{"beta", "0.5"}});
+  EXPECT_EQ(p.op, "gemm");
+  EXPECT_EQ(p.dtype, DType::bf16);
+  EXPECT_EQ(p.dim("m"), 2);
+  EXPECT_EQ(p.dim("n"), 1024);
+  EXPECT_EQ(p.dim("k"), 1024);
+  EXPECT_EQ(p.opt("alpha"), "1");
+  EXPECT_EQ(p.opt_number("beta"), 0.5);
+  EXPECT_EQ(p.opt("a_layout"), "row");
+  EXPECT_EQ(p.shape_str(), "k=1024,m=2,n=1024");
+  EXPECT_EQ(p.label(), "k=1024,m=2,n=1024,a_layout=row,alpha=1,b_layout=row,beta=0.5");
+  EXPECT_THAT(bad_input_message([&] { p.dim("rows"); }), HasSubstr("rows"));
+  EXPECT_THAT(bad_input_message([&] { p.opt("causal"); }), HasSubstr("causal"));
+  Problem s = kl::make_problem(kl::find_op("softmax"), DType::f32, {}, {{"causal", "1"}});
+  EXPECT_TRUE(s.opt_flag("causal"));
+  EXPECT_FALSE(kl::make_problem(kl::find_op("softmax"), DType::f32).opt_flag("causal"));
+}
+
+TEST(MakeProblem, RejectsBadValuesNamingThem) {
+  const Op& gemm = kl::find_op("gemm");
+  const Op& softmax = kl::find_op("softmax");
+  EXPECT_THAT(bad_input_message([&] { kl::make_problem(gemm, DType::f32, {{"rows", 3}}); }), HasSubstr("'rows'"));
+  EXPECT_THAT(bad_input_message([&] { kl::make_problem(softmax, DType::f32, {{"m", 3}}); }), HasSubstr("'m'"));
+  EXPECT_THAT(bad_input_message([&] { kl::make_problem(gemm, DType::f32, {{"m", 0}}); }), HasSubstr("m=0"));
+  EXPECT_THAT(bad_input_message([&] { kl::make_problem(gemm, DType::f32, {{"k", -3}}); }), HasSubstr("k=-3"));
+  EXPECT_THAT(bad_input_message([&] { kl::make_problem(softmax, DType::f32, {{"cols", 0}}); }), HasSubstr("cols=0"));
+  EXPECT_THAT(bad_input_message([&] { kl::make_problem(gemm, DType::f32, {}, {{"gamma", "1"}}); }), HasSubstr("'gamma'"));
+  EXPECT_THAT(bad_input_message([&] { kl::make_problem(gemm, DType::f32, {}, {{"a_layout", "diag"}}); }),
+              HasSubstr("'diag'"));
+  EXPECT_THAT(bad_input_message([&] { kl::make_problem(softmax, DType::f32, {}, {{"causal", "maybe"}}); }),
+              HasSubstr("'maybe'"));
+  EXPECT_THAT(bad_input_message([&] { kl::make_problem(gemm, DType::f32, {}, {{"alpha", "abc"}}); }), HasSubstr("'abc'"));
+  EXPECT_THAT(bad_input_message([&] { kl::make_problem(gemm, DType::f32, {}, {{"alpha", "1.5x"}}); }),
+              HasSubstr("'1.5x'"));
+  EXPECT_THAT(bad_input_message([&] { kl::make_problem(gemm, DType::f32, {}, {{"beta", ""}}); }), HasSubstr("beta"));
+  EXPECT_THAT(bad_input_message([&] { kl::make_problem(softmax, DType::f32, {}, {{"scale", "nan"}}); }),
+              HasSubstr("'nan'"));
+  EXPECT_THAT(bad_input_message([&] { kl::make_problem(softmax, DType::f32, {}, {{"scale", "inf"}}); }),
+              HasSubstr("'inf'"));
+  EXPECT_THAT(bad_input_message([&] { kl::make_problem(gemm, DType::e4m3); }),
+              HasSubstr(std::string(kl::dtype_name(DType::e4m3))));
+  EXPECT_THAT(bad_input_message([&] { kl::make_problem(softmax, DType::i8); }),
+              HasSubstr(std::string(kl::dtype_name(DType::i8))));
+  const int64_t big = int64_t{1} << 30;
+  EXPECT_THAT(bad_input_message([&] { kl::make_problem(gemm, DType::f32, {{"m", big}, {"n", big}, {"k", big}}); }),
+              HasSubstr("m=1073741824"));
+  EXPECT_THAT(bad_input_message([&] { kl::make_problem(softmax, DType::f32, {{"rows", big}, {"cols", big}}); }),
+              HasSubstr("rows=1073741824"));
+  EXPECT_THAT(bad_input_message([&] { kl::make_problem(gemm, DType::f32, {{"n", int64_t{1} << 50}}); }),
+              HasSubstr(std::to_string(int64_t{1} << 50)));
+}
+
+TEST(MakeProblem, EveryCheckCaseRoundTrips) {
+  // A check case rebuilt from its own dims and options is the same problem.
+  for (const Op& op : kl::registry())
+    for (const Problem& p : op.check_cases(op)) {
+      Problem q = kl::make_problem(op, p.dtype, p.dims, p.opts);
+      ASSERT_EQ(q.label(), p.label());
+    }
+}
+
+TEST(Backend, NamesRoundTrip) {
+  for (Backend b : {Backend::cpu, Backend::cuda, Backend::sim}) EXPECT_EQ(kl::parse_backend(kl::backend_name(b)), b);
+  EXPECT_FALSE(kl::parse_backend("gpu").has_value());
+  kl::DeviceSet set = kl::open_devices({Backend::cpu, Backend::sim});
+  ASSERT_NE(kl::find_device(set, Backend::cpu), nullptr);
+  EXPECT_EQ(kl::find_device(set, Backend::sim), nullptr);
+  ASSERT_EQ(set.absent.size(), 1u);
+  EXPECT_THAT(set.absent[0], HasSubstr("sim"));
+}
+
+// ---------------------------------------------------------------------------------------------
+// The error measure
+
+Tensor matrix_f32(const std::vector<std::vector<double>>& v) {
+  Tensor t = Tensor::host(DType::f32, {static_cast<int64_t>(v.size()), static_cast<int64_t>(v[0].size())});
+  set_matrix(t, v);
+  return t;
+}
+
+TEST(MaxRelErr, PerRowVersusWholeOutput) {
+  const std::vector<double> ref = {1, 2, 100, 200};
+  Tensor y = matrix_f32({{1.25, 2}, {100, 200}});
+  // Per row: row 0 is off by 0.25 against its largest |r| of 2.
+  EXPECT_DOUBLE_EQ(kl::max_rel_err(y, ref, true), 0.125);
+  // Whole output: 0.25 against the largest |r| of 200.
+  EXPECT_DOUBLE_EQ(kl::max_rel_err(y, ref, false), 0.25 / 200);
+  // The default is per row.
+  EXPECT_DOUBLE_EQ(kl::max_rel_err(y, ref), 0.125);
+  // Exact output: 0 either way.
+  Tensor exact = matrix_f32({{1, 2}, {100, 200}});
+  EXPECT_EQ(kl::max_rel_err(exact, ref, true), 0);
+  EXPECT_EQ(kl::max_rel_err(exact, ref, false), 0);
+  // The worst row counts.
+  Tensor y2 = matrix_f32({{1, 2.5}, {110, 200}});
+  EXPECT_DOUBLE_EQ(kl::max_rel_err(y2, ref, true), 0.25);
+}
+
+TEST(MaxRelErr, NonFiniteOutputIsInfinite) {
+  const std::vector<double> ref = {1, 2, 3, 4};
+  Tensor y = matrix_f32({{1, 2}, {3, 4}});
+  y.set(2, NAN);
+  EXPECT_TRUE(std::isinf(kl::max_rel_err(y, ref, true)));
+  EXPECT_TRUE(std::isinf(kl::max_rel_err(y, ref, false)));
+  y.set(2, INFINITY);
+  EXPECT_TRUE(std::isinf(kl::max_rel_err(y, ref, true)));
+  y.poison();
+  EXPECT_TRUE(std::isinf(kl::max_rel_err(y, ref, false)));
+}
+
+TEST(MaxRelErr, ZeroRowsAndShapeMismatch) {
+  // A reference row of zeros: any difference is infinitely wrong, none is exact.
+  EXPECT_EQ(kl::max_rel_err(matrix_f32({{0, 0}, {1, 1}}), {0, 0, 1, 1}, true), 0);
+  EXPECT_TRUE(std::isinf(kl::max_rel_err(matrix_f32({{0, 1e-3}, {1, 1}}), {0, 0, 1, 1}, true)));
+  // A wrong number of elements is infinitely wrong.
+  EXPECT_TRUE(std::isinf(kl::max_rel_err(matrix_f32({{1, 2}}), {1, 2, 3}, true)));
+  // A 1-D output is one row.
+  Tensor v = Tensor::host(DType::f32, {3});
+  set_vector(v, {1, 2, 10.5});
+  EXPECT_DOUBLE_EQ(kl::max_rel_err(v, {1, 2, 10}, true), 0.05);
+}
+
+TEST(MaxRelErr, ReadsStridedOutputsInLogicalOrder) {
+  Tensor t = Tensor::host_strided(DType::f32, {2, 3}, {1, 2});
+  set_matrix(t, {{1, 2, 3}, {4, 5, 6}});
+  EXPECT_EQ(kl::to_doubles(t), (std::vector<double>{1, 2, 3, 4, 5, 6}));
+  EXPECT_EQ(kl::max_rel_err(t, {1, 2, 3, 4, 5, 6}, true), 0);
+}
+
+TEST(Tolerance, DefaultsByDtype) {
+  EXPECT_DOUBLE_EQ(kl::default_tolerance(DType::f32), 1e-5);
+  EXPECT_DOUBLE_EQ(kl::default_tolerance(DType::f16), 4 * std::ldexp(1.0, -11));
+  EXPECT_DOUBLE_EQ(kl::default_tolerance(DType::bf16), 4 * std::ldexp(1.0, -8));
+  EXPECT_EQ(kl::find_op("transpose").tolerance(kl::make_problem(kl::find_op("transpose"), DType::bf16)), 0);
+  const Op& reduce = kl::find_op("reduce");
+  EXPECT_EQ(reduce.tolerance(kl::make_problem(reduce, DType::f32, {}, {{"mode", "max"}})), 0);
+  EXPECT_GT(reduce.tolerance(kl::make_problem(reduce, DType::f32)), 0);
+}
+
+// ---------------------------------------------------------------------------------------------
+// Ladders
+
+kl::Point gemm_point(const std::string& variant, bool peer, double median_s, int64_t m = 64) {
+  const Op& op = kl::find_op("gemm");
+  Problem p = kl::make_problem(op, DType::f32, {{"m", m}, {"n", 64}, {"k", 64}});
+  kl::Point pt;
+  pt.op = "gemm";
+  pt.variant = variant;
+  pt.backend = "cpu";
+  pt.shape = p.shape_str();
+  pt.label = p.label();
+  pt.dtype = "fp32";
+  pt.peer = peer;
+  pt.median_s = median_s;
+  pt.device = "test-cpu";
+  return pt;
+}
+
+TEST(Ladder, RatiosAgainstTheRungBelowAndThePeer) {
+  // Given out of order: the ladder follows the registry (naive, tiled, then the peer).
+  std::vector<kl::Point> pts = {gemm_point("openblas", true, 0.5e-3), gemm_point("cpu_tiled", false, 1e-3),
+                                gemm_point("cpu_naive", false, 8e-3)};
+  auto ladders = kl::make_ladders(pts);
+  ASSERT_EQ(ladders.size(), 1u);
+  const kl::Ladder& L = ladders[0];
+  EXPECT_EQ(L.op, "gemm");
+  EXPECT_EQ(L.dtype, "fp32");
+  EXPECT_EQ(L.backend, "cpu");
+  EXPECT_EQ(L.device, "test-cpu");
+  ASSERT_EQ(L.rows.size(), 3u);
+  EXPECT_EQ(L.rows[0].point.variant, "cpu_naive");
+  EXPECT_EQ(L.rows[1].point.variant, "cpu_tiled");
+  EXPECT_EQ(L.rows[2].point.variant, "openblas");
+  EXPECT_FALSE(L.rows[0].note.empty());
+
+  EXPECT_FALSE(L.rows[0].vs_below.has_value());  // the bottom rung has none below
+  ASSERT_TRUE(L.rows[0].vs_peer.has_value());
+  EXPECT_DOUBLE_EQ(*L.rows[0].vs_peer, 0.5e-3 / 8e-3);
+  EXPECT_EQ(L.rows[0].peer, "openblas");
+
+  ASSERT_TRUE(L.rows[1].vs_below.has_value());
+  EXPECT_DOUBLE_EQ(*L.rows[1].vs_below, 8.0);
+  EXPECT_EQ(L.rows[1].below, "cpu_naive");
+  ASSERT_TRUE(L.rows[1].vs_peer.has_value());
+  EXPECT_DOUBLE_EQ(*L.rows[1].vs_peer, 0.5);
+
+  // The peer is compared against, never a rung: no ratio to the rung below, none to itself.
+  EXPECT_FALSE(L.rows[2].vs_below.has_value());
+  EXPECT_FALSE(L.rows[2].vs_peer.has_value());
+  EXPECT_TRUE(L.rows[2].below.empty());
+}
+
+TEST(Ladder, ThePeerIsNeverTheRungBelow) {
+  // Without cpu_tiled the peer sits between naive and nothing; naive's "below" stays empty
+  // and nothing is compared to the peer as a rung.
+  auto ladders = kl::make_ladders({gemm_point("cpu_naive", false, 4e-3), gemm_point("openblas", true, 1e-3)});
+  ASSERT_EQ(ladders.size(), 1u);
+  ASSERT_EQ(ladders[0].rows.size(), 2u);
+  for (const kl::LadderRow& r : ladders[0].rows) {
+    EXPECT_NE(r.below, "openblas");
+    EXPECT_FALSE(r.vs_below.has_value()) << r.point.variant;
+  }
+  ASSERT_TRUE(ladders[0].rows[0].vs_peer.has_value());
+  EXPECT_DOUBLE_EQ(*ladders[0].rows[0].vs_peer, 0.25);
+
+  // Without a peer there are no peer ratios.
+  auto alone = kl::make_ladders({gemm_point("cpu_naive", false, 4e-3), gemm_point("cpu_tiled", false, 2e-3)});
+  ASSERT_EQ(alone[0].rows.size(), 2u);
+  for (const kl::LadderRow& r : alone[0].rows) EXPECT_FALSE(r.vs_peer.has_value());
+  EXPECT_DOUBLE_EQ(*alone[0].rows[1].vs_below, 2.0);
+}
+
+TEST(Ladder, GroupsByProblemAndFindsCrossovers) {
+  // m=1: tiled is slower than naive (a crossover); m=256: faster.
+  std::vector<kl::Point> pts = {gemm_point("cpu_naive", false, 1e-6, 1), gemm_point("cpu_tiled", false, 4e-6, 1),
+                                gemm_point("cpu_naive", false, 2e-3, 256), gemm_point("cpu_tiled", false, 1e-4, 256),
+                                gemm_point("openblas", true, 5e-5, 256)};
+  auto ladders = kl::make_ladders(pts);
+  ASSERT_EQ(ladders.size(), 2u);
+  EXPECT_THAT(ladders[0].label, HasSubstr("m=1,"));
+  EXPECT_THAT(ladders[1].label, HasSubstr("m=256,"));
+  ASSERT_EQ(ladders[0].rows.size(), 2u);
+  ASSERT_EQ(ladders[1].rows.size(), 3u);
+  EXPECT_DOUBLE_EQ(*ladders[0].rows[1].vs_below, 0.25);
+  EXPECT_DOUBLE_EQ(*ladders[1].rows[1].vs_below, 20.0);
+
+  auto cx = kl::find_crossovers(ladders, "m");
+  ASSERT_EQ(cx.size(), 1u);
+  EXPECT_EQ(cx[0].op, "gemm");
+  EXPECT_EQ(cx[0].variant, "cpu_tiled");
+  EXPECT_EQ(cx[0].below, "cpu_naive");
+  EXPECT_EQ(cx[0].backend, "cpu");
+  EXPECT_EQ(cx[0].dtype, "fp32");
+  EXPECT_EQ(cx[0].axis_value, "1");
+  EXPECT_DOUBLE_EQ(cx[0].speedup, 0.25);
+
+  // A peer faster than every rung is not a crossover.
+  auto none = kl::find_crossovers({ladders[1]}, "m");
+  EXPECT_TRUE(none.empty());
+}
+
+TEST(Ladder, DifferentDtypesAndBackendsAreSeparateLadders) {
+  kl::Point a = gemm_point("cpu_naive", false, 1e-3), b = gemm_point("cpu_tiled", false, 1e-4);
+  b.dtype = "bf16";
+  auto ladders = kl::make_ladders({a, b});
+  ASSERT_EQ(ladders.size(), 2u);
+  for (const kl::Ladder& L : ladders) {
+    ASSERT_EQ(L.rows.size(), 1u);
+    EXPECT_FALSE(L.rows[0].vs_below.has_value());
+  }
+}
+
+}  // namespace

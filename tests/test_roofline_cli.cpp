@@ -1,0 +1,195 @@
+// `kernelab roofline` and `kernelab explain` as a user runs them: the JSON keys and values of the
+// must-show cases, the explain text of attention, and exit code 2 for bad input.
+#include <gtest/gtest.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <cmath>
+#include <cstdio>
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <nlohmann/json.hpp>
+#include <sstream>
+#include <string>
+
+namespace {
+
+struct Result {
+  int code = -1;
+  std::string out, err;
+};
+
+// Runs `kernelab <args>`, stdout and stderr kept apart.
+Result kernelab(const std::string& args) {
+  const std::filesystem::path err =
+      std::filesystem::temp_directory_path() / ("kernelab-roofline-test-" + std::to_string(getpid()) + ".err");
+  const std::string cmd = std::string("'") + KERNELAB_BINARY + "' " + args + " 2>'" + err.string() + "'";
+  Result r;
+  FILE* p = popen(cmd.c_str(), "r");
+  if (!p) {
+    ADD_FAILURE() << "popen failed: " << cmd;
+    return r;
+  }
+  char buf[4096];
+  size_t n;
+  while ((n = fread(buf, 1, sizeof buf, p)) > 0) r.out.append(buf, n);
+  const int status = pclose(p);
+  r.code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+  std::ifstream f(err);
+  std::stringstream s;
+  s << f.rdbuf();
+  r.err = s.str();
+  std::filesystem::remove(err);
+  return r;
+}
+
+nlohmann::json roofline_json(const std::string& args) {
+  Result r = kernelab("roofline " + args + " --json");
+  EXPECT_EQ(r.code, 0) << r.err;
+  try {
+    return nlohmann::json::parse(r.out);
+  } catch (const std::exception& e) {
+    ADD_FAILURE() << "not JSON: " << e.what() << "\n" << r.out;
+    return nlohmann::json::object();
+  }
+}
+
+void expect_design_keys(const nlohmann::json& j) {
+  for (const char* key : {"op", "gpu", "dtype", "flops", "bytes", "intensity", "ridge", "bound", "t_compute_s",
+                          "t_memory_s", "t_lower_bound_s", "sources"})
+    EXPECT_TRUE(j.contains(key)) << key << " missing in " << j.dump();
+  EXPECT_TRUE(j.at("bound") == "memory" || j.at("bound") == "compute");
+  EXPECT_FALSE(j.at("sources").at("peak_flops").get<std::string>().empty());
+  EXPECT_FALSE(j.at("sources").at("bandwidth").get<std::string>().empty());
+}
+
+#define EXPECT_REL(a, b) EXPECT_NEAR((a).get<double>(), (b), 1e-9 * std::abs(b))
+
+TEST(RooflineCli, GemmOnH100Sxm) {
+  // Hand-computed in test_model.cpp (Analyze.Gemm4096Bf16OnH100Sxm).
+  nlohmann::json j = roofline_json("gemm --m 4096 --n 4096 --k 4096 --dtype bf16 --gpu h100-sxm");
+  expect_design_keys(j);
+  EXPECT_EQ(j["op"], "gemm");
+  EXPECT_EQ(j["gpu"], "h100-sxm");
+  EXPECT_EQ(j["dtype"], "bf16");
+  EXPECT_EQ(j["flops"], 137438953472.0);
+  EXPECT_EQ(j["bytes"], 100663296.0);
+  EXPECT_NEAR(j["intensity"].get<double>(), 1365.33, 0.01);
+  EXPECT_NEAR(j["ridge"].get<double>(), 295.34, 0.01);
+  EXPECT_EQ(j["bound"], "compute");
+  EXPECT_REL(j["t_lower_bound_s"], 1.3891141446533252e-4);
+}
+
+TEST(RooflineCli, GqaDecodeOnH200) {
+  nlohmann::json j = roofline_json(
+      "attention --batch 1 --heads 32 --kv-heads 8 --seq-q 1 --seq-kv 8192 --head-dim 128 --dtype bf16 --gpu h200");
+  expect_design_keys(j);
+  EXPECT_EQ(j["flops"], 134217728.0);
+  EXPECT_EQ(j["bytes"], 33570816.0);
+  EXPECT_EQ(j["ridge"], 206.125);
+  EXPECT_EQ(j["bound"], "memory");
+  EXPECT_REL(j["t_lower_bound_s"], 6.99392e-6);
+  EXPECT_EQ(j["schedule"], "flash");
+}
+
+TEST(RooflineCli, RmsnormOnA100) {
+  nlohmann::json j = roofline_json("rmsnorm --rows 8192 --cols 8192 --dtype bf16 --gpu a100-sxm-80gb");
+  expect_design_keys(j);
+  EXPECT_EQ(j["flops"], 268435456.0);
+  EXPECT_EQ(j["bytes"], 268451840.0);
+  EXPECT_EQ(j["bound"], "memory");
+  EXPECT_REL(j["t_lower_bound_s"], 1.3165857773418343e-4);
+}
+
+TEST(RooflineCli, AllreduceOnH100Sxm) {
+  nlohmann::json j = roofline_json("allreduce --bytes 1073741824 --ranks 8 --gpu h100-sxm");
+  expect_design_keys(j);
+  EXPECT_EQ(j["flops"], 0.0);
+  EXPECT_EQ(j["bytes"], 1879048192.0);  // on the busiest link
+  EXPECT_EQ(j["bound"], "memory");      // link-bound
+  EXPECT_EQ(j["bandwidth_kind"], "nvlink");
+  EXPECT_REL(j["t_lower_bound_s"], 4.175662648888889e-3);
+  EXPECT_REL(j["algbw"], 257.14285714285714e9);
+  EXPECT_REL(j["busbw"], 450e9);
+}
+
+TEST(RooflineCli, MeasuredFallsBackToTheDatasheet) {
+  // The database has no measured ceilings yet: --measured gives the datasheet figures, flagged.
+  nlohmann::json d = roofline_json("gemm --gpu h100-sxm");
+  nlohmann::json m = roofline_json("gemm --gpu h100-sxm --measured");
+  EXPECT_EQ(m["measured"], true);
+  EXPECT_EQ(d["measured"], false);
+  EXPECT_EQ(m["ridge"], d["ridge"]);
+}
+
+TEST(RooflineCli, TextOutputNamesTheBound) {
+  Result r = kernelab("roofline softmax --rows 4096 --cols 4096 --gpu h100-sxm");
+  ASSERT_EQ(r.code, 0) << r.err;
+  EXPECT_NE(r.out.find("t_lower_bound"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("memory"), std::string::npos) << r.out;
+}
+
+TEST(ExplainCli, AttentionShowsBothSchedules) {
+  // Flash 134217728 bytes, compute-bound; naive 8724152320 bytes, memory-bound; ratio 65.
+  Result r = kernelab("explain attention --batch 1 --heads 16 --seq-q 8192 --seq-kv 8192 --head-dim 128 --gpu h100-sxm");
+  ASSERT_EQ(r.code, 0) << r.err;
+  std::string flash_line, naive_line;
+  std::istringstream lines(r.out);
+  for (std::string line; std::getline(lines, line);) {
+    if (line.find("flash  bytes") != std::string::npos) flash_line = line;
+    if (line.find("naive  bytes") != std::string::npos) naive_line = line;
+  }
+  EXPECT_NE(flash_line.find("1.342e+08"), std::string::npos) << r.out;
+  EXPECT_NE(flash_line.find("compute-bound"), std::string::npos) << r.out;
+  EXPECT_NE(naive_line.find("8.724e+09"), std::string::npos) << r.out;
+  EXPECT_NE(naive_line.find("memory-bound"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("65x the bytes"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("not FLOPs"), std::string::npos) << r.out;
+}
+
+TEST(ExplainCli, DecodeSaysWhyMemoryBound) {
+  Result r = kernelab("explain attention --heads 32 --kv-heads 8 --seq-q 1 --seq-kv 8192 --gpu h200");
+  ASSERT_EQ(r.code, 0) << r.err;
+  EXPECT_NE(r.out.find("2*H*Sq/(Hkv*e) = 4 FLOP/B"), std::string::npos) << r.out;
+}
+
+TEST(ExplainCli, WeightOnlyGemmStatesWhereItPays) {
+  // n=k=4096 bf16 on h100-sxm: m* = 345.1 (test_model.cpp, GemmQuant.ComputeBoundM).
+  Result r = kernelab("explain gemm --m 16 --n 4096 --k 4096 --weight-bits 4 --group-size 128 --gpu h100-sxm");
+  ASSERT_EQ(r.code, 0) << r.err;
+  EXPECT_NE(r.out.find("= 345.1 "), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("Here m = 16: it pays"), std::string::npos) << r.out;
+}
+
+TEST(ExplainCli, ResultsFileAndJson) {
+  const std::filesystem::path file =
+      std::filesystem::temp_directory_path() / ("kernelab-roofline-test-" + std::to_string(getpid()) + ".json");
+  const double t = 137438953472.0 / 989.4e12;  // the lower bound of gemm 4096^3 bf16 on h100-sxm
+  std::ofstream(file) << nlohmann::json{{"points",
+                                         {{{"op", "gemm"}, {"variant", "v1"}, {"dtype", "bf16"}, {"median_s", 4 * t},
+                                           {"flops", 137438953472.0}, {"bytes", 100663296.0}, {"device", "H100"}}}}}
+                             .dump();
+  Result r = kernelab("explain gemm --m 4096 --n 4096 --k 4096 --gpu h100-sxm --json --results '" + file.string() + "'");
+  std::filesystem::remove(file);
+  ASSERT_EQ(r.code, 0) << r.err;
+  nlohmann::json j = nlohmann::json::parse(r.out);
+  expect_design_keys(j);
+  EXPECT_NE(j.at("explanation").get<std::string>().find("25.0% of the bound"), std::string::npos) << r.out;
+  EXPECT_EQ(kernelab("explain gemm --gpu h100-sxm --results /no/such/file.json").code, 2);
+}
+
+TEST(RooflineCli, BadInputExitsTwo) {
+  for (const std::string args : {"gemm --gpu no-such-gpu", "attention --heads 32 --kv-heads 5 --gpu h100-sxm",
+                                 "gemm --m 0 --gpu h100-sxm", "attention --seq-kv 0 --gpu h100-sxm",
+                                 "frobnicate --gpu h100-sxm", "gemm --dtype fp7 --gpu h100-sxm", "gemm --m 4096",
+                                 "softmax --heads 4 --gpu h100-sxm", "allreduce --ranks 1 --gpu h100-sxm"}) {
+    for (const std::string cmd : {"roofline ", "explain "}) {
+      Result r = kernelab(cmd + args);
+      EXPECT_EQ(r.code, 2) << cmd << args << "\n" << r.out << r.err;
+      EXPECT_FALSE(r.err.empty()) << cmd << args;
+    }
+  }
+}
+
+}  // namespace
