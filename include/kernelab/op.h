@@ -110,9 +110,11 @@ struct Op {
 const std::vector<Op>& registry();
 const Op& find_op(std::string_view name);  // BadInput naming the op and the known ones
 
-// A problem of `op` with its defaults, the given overrides, validated. BadInput on any bad value.
+// A problem of `op` with its defaults, the given overrides, validated. BadInput on any bad value,
+// and, when it is to run here (not only be costed), on tensors that cannot fit in host memory.
+enum class Use { run, cost_only };
 Problem make_problem(const Op& op, DType dtype, const std::map<std::string, int64_t>& dims = {},
-                     const std::map<std::string, std::string>& opts = {});
+                     const std::map<std::string, std::string>& opts = {}, Use use = Use::run);
 
 // Tolerance by dtype used by most ops: a few units of roundoff of the output format
 // (fp32 results allow for a different summation order over up to ~10^4 terms).

@@ -16,7 +16,8 @@ class Rng {
   uint64_t state_;
 };
 
-// Fills a host tensor with values uniform in [lo, hi), rounded to its dtype.
+// Fills a host tensor with values uniform in [lo, hi), then rounded to its dtype (so a
+// narrow dtype can hold hi itself).
 void fill_uniform(Tensor& t, Rng& rng, double lo = -1.0, double hi = 1.0);
 
 }  // namespace kl

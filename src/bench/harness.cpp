@@ -129,7 +129,12 @@ std::vector<CheckTally> check_op(const Op& op, DeviceSet& devs, uint64_t& seed) 
   auto tally_of = [&](const Variant& v, DType t) -> CheckTally& {
     for (CheckTally& x : tallies)
       if (x.variant == v.name && x.dtype == dtype_name(t)) return x;
-    tallies.push_back({op.name, v.name, std::string(backend_name(v.backend)), std::string(dtype_name(t))});
+    CheckTally fresh;
+    fresh.op = op.name;
+    fresh.variant = v.name;
+    fresh.backend = backend_name(v.backend);
+    fresh.dtype = dtype_name(t);
+    tallies.push_back(fresh);
     return tallies.back();
   };
   for (const Problem& p : op.check_cases(op))

@@ -21,6 +21,7 @@ void add_roofline(CLI::App& app) {
       return;
     }
     const model::Roofline& r = a.roof;
+    const std::string bound = std::string(r.bound()) + (a.bandwidth_kind == "memory" ? "" : " (link-bound)");
     fmt::print("{} {} {} on {} ({}), {}\n", a.op, a.shape, a.dtype, a.gpu_name, a.gpu,
                a.measured ? "measured ceilings where known" : "datasheet ceilings");
     print_table({"quantity", "value"},
@@ -30,7 +31,7 @@ void add_roofline(CLI::App& app) {
                  {"ridge", fmt::format("{:.4g} FLOP/B", r.ridge)},
                  {"peak", fmt::format("{:.4g} TFLOP/s {} ({})", a.peak.value / 1e12, a.dtype, a.peak.source)},
                  {"bandwidth", fmt::format("{:.4g} GB/s {} ({})", a.bandwidth.value / 1e9, a.bandwidth_kind, a.bandwidth.source)},
-                 {"bound", fmt::format("{}{}", r.bound(), a.bandwidth_kind == "memory" ? "" : " (link-bound)")},
+                 {"bound", bound},
                  {"t_compute", format_seconds(r.t_compute_s)},
                  {"t_memory", format_seconds(r.t_memory_s)},
                  {"t_lower_bound", format_seconds(r.t_lower_bound_s)}});

@@ -42,15 +42,13 @@ int64_t option(const Request& req, const std::string& name) {
   return req.dim(name, d->default_value);
 }
 
-// A registry op: its own cost model. The problem is made by the registry at its default shape
-// (which checks the dtype) and then given the requested dimensions, already checked positive by
-// analyze(), and validated: make_problem would also refuse shapes that do not fit in this
-// machine's memory, which matters for running an op, not for counting its cost.
+// A registry op: its own cost model, on a problem that is costed, not run here (so no shape is
+// refused for not fitting in this machine's memory).
 Analysis registry_analysis(const Request& req, const Format& f, const GpuSpec& g) {
   const Op& op = find_op(req.op);
-  Problem p = make_problem(op, f.storage);
-  for (const DimSpec& d : op.dims) p.dims[d.name] = req.dim(d.name, p.dims.at(d.name));
-  if (op.validate) op.validate(p);
+  std::map<std::string, int64_t> dims;
+  for (const DimSpec& d : op.dims) dims[d.name] = req.dim(d.name, d.default_value);
+  Problem p = make_problem(op, f.storage, dims, {}, Use::cost_only);
   return finish(req, f, g, op.cost(p), gpu_bandwidth(g, req.measured), "memory", p.shape_str(), op.counting);
 }
 

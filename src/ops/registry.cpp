@@ -94,7 +94,7 @@ double spec_bytes(const std::vector<TensorSpec>& specs) {
 }  // namespace
 
 Problem make_problem(const Op& op, DType dtype, const std::map<std::string, int64_t>& dims,
-                     const std::map<std::string, std::string>& opts) {
+                     const std::map<std::string, std::string>& opts, Use use) {
   Problem p;
   p.op = op.name;
   if (std::find(op.dtypes.begin(), op.dtypes.end(), dtype) == op.dtypes.end()) {
@@ -131,6 +131,7 @@ Problem make_problem(const Op& op, DType dtype, const std::map<std::string, int6
     p.opts[k] = v;
   }
   if (op.validate) op.validate(p);
+  if (use == Use::cost_only) return p;
   double need = spec_bytes(op.inputs(p)) + spec_bytes(op.outputs(p));
   double have = physical_memory_bytes();
   if (need > 0.8 * have)
