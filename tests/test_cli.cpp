@@ -118,7 +118,7 @@ TEST(Cli, ListJsonHasEveryOpAndVariant) {
       EXPECT_FALSE(v.at("note").get<std::string>().empty());
     }
   }
-  EXPECT_EQ(names, (std::vector<std::string>{"gemm", "softmax", "layernorm", "rmsnorm", "transpose", "reduce"}));
+  EXPECT_EQ(names, (std::vector<std::string>{"gemm", "softmax", "layernorm", "rmsnorm", "transpose", "reduce", "bias_gelu"}));
 
   std::map<std::string, bool> gemm;  // variant -> peer
   for (const auto& v : j["ops"][0]["variants"]) gemm[v["name"]] = v["peer"];

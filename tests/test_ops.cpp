@@ -30,7 +30,7 @@ using kl::Tensor;
 using kl::Variant;
 using ::testing::HasSubstr;
 
-const std::vector<std::string> kOps = {"gemm", "softmax", "layernorm", "rmsnorm", "transpose", "reduce"};
+const std::vector<std::string> kOps = {"gemm", "softmax", "layernorm", "rmsnorm", "transpose", "reduce", "bias_gelu"};
 
 // The message of the BadInput fn throws ("" and a test failure if it throws nothing or another type).
 template <class Fn> std::string bad_input_message(Fn&& fn) {
@@ -138,6 +138,15 @@ TEST(Cost, Transpose) {
   EXPECT_DOUBLE_EQ(c.bytes, 2.0 * 15 * 4);
   c = op.cost(kl::make_problem(op, DType::f16, {{"rows", 3}, {"cols", 5}}));
   EXPECT_DOUBLE_EQ(c.bytes, 2.0 * 15 * 2);
+}
+
+TEST(Cost, BiasGelu) {
+  const Op& op = kl::find_op("bias_gelu");
+  kl::Cost c = op.cost(kl::make_problem(op, DType::f32, {{"rows", 3}, {"cols", 5}}));
+  EXPECT_DOUBLE_EQ(c.flops, 6.0 * 15);
+  EXPECT_DOUBLE_EQ(c.bytes, (2.0 * 15 + 5) * 4);  // x, y and the bias row
+  c = op.cost(kl::make_problem(op, DType::bf16, {{"rows", 3}, {"cols", 5}}));
+  EXPECT_DOUBLE_EQ(c.bytes, (2.0 * 15 + 5) * 2);
 }
 
 TEST(Cost, Reduce) {
@@ -306,6 +315,17 @@ TEST(Reference, Transpose2x3) {
   EXPECT_EQ(op.outputs(p)[0].shape, (kl::Shape{3, 2}));
 }
 
+TEST(Reference, BiasGelu) {
+  // gelu(t) = t/2 (1 + erf(t/sqrt 2)): gelu(0) = 0, gelu(1) = 0.841344746..., gelu(-1) = -0.158655253...
+  const Op& op = kl::find_op("bias_gelu");
+  Problem p = kl::make_problem(op, DType::f32, {{"rows", 2}, {"cols", 2}});
+  auto in = make_inputs(op, p);
+  set_matrix(in[0], {{0.5, 2}, {-0.5, 0}});
+  in[1].set(0, -0.5);
+  in[1].set(1, -1);
+  expect_near_all(op.reference(p, in)[0], {0, 0.8413447460685429, -0.15865525393145707, -0.15865525393145707}, 1e-15);
+}
+
 TEST(Reference, Reduce) {
   const Op& op = kl::find_op("reduce");
   const std::vector<std::vector<double>> x = {{1, 5, 3}, {-2, 0, 7}};
@@ -370,7 +390,7 @@ TEST(CheckSweep, CoversEdgeShapesDtypesAndOptions) {
   }
 }
 
-TEST(CheckSweep, RegistryHasTheSixOpsWithVariants) {
+TEST(CheckSweep, RegistryHasEveryOpWithVariants) {
   std::vector<std::string> names;
   for (const Op& op : kl::registry()) {
     names.push_back(op.name);

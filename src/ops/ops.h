@@ -9,4 +9,5 @@ Op make_layernorm_op();
 Op make_rmsnorm_op();
 Op make_transpose_op();
 Op make_reduce_op();
+Op make_bias_gelu_op();
 }  // namespace kl

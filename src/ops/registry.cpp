@@ -63,7 +63,8 @@ const Variant* Op::find_variant(std::string_view n) const {
 
 const std::vector<Op>& registry() {
   static const std::vector<Op> ops = {make_gemm_op(),    make_softmax_op(),   make_layernorm_op(),
-                                      make_rmsnorm_op(), make_transpose_op(), make_reduce_op()};
+                                      make_rmsnorm_op(), make_transpose_op(), make_reduce_op(),
+                                      make_bias_gelu_op()};
   return ops;
 }
 

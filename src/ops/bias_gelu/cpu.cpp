@@ -1,0 +1,55 @@
+// CPU rungs of bias_gelu.
+//   cpu_unfused: two passes through memory, as two separate kernels would run: t = x + bias
+//                written to a buffer, then read back for y = gelu(t).
+//   cpu_fused:   one pass: the sum never leaves a register, rows spread over cores.
+#include <cmath>
+
+#include "ops/bias_gelu/bias_gelu.h"
+#include "ops/cpu_math.h"
+
+namespace kl {
+
+namespace {
+using cpu::from_float;
+using cpu::to_float;
+
+inline float gelu(float t) { return 0.5f * t * (1.0f + std::erf(t * 0.70710678118654752f)); }
+
+template <class T> void unfused(const Problem& p, const Args& a) {
+  const int64_t rows = p.dim("rows"), cols = p.dim("cols");
+  const T* x = a.in[0].as<T>();
+  const T* b = a.in[1].as<T>();
+  T* y = a.out[0].as<T>();
+  T* t = static_cast<T*>(a.workspace);
+  for (int64_t i = 0; i < rows; ++i)
+    for (int64_t j = 0; j < cols; ++j) t[i * cols + j] = from_float<T>(to_float(x[i * cols + j]) + to_float(b[j]));
+  for (int64_t i = 0; i < rows * cols; ++i) y[i] = from_float<T>(gelu(to_float(t[i])));
+}
+
+template <class T> void fused(const Problem& p, const Args& a) {
+  const int64_t rows = p.dim("rows"), cols = p.dim("cols");
+  const T* x = a.in[0].as<T>();
+  const T* b = a.in[1].as<T>();
+  T* y = a.out[0].as<T>();
+#pragma omp parallel for schedule(static)
+  for (int64_t i = 0; i < rows; ++i)
+    for (int64_t j = 0; j < cols; ++j) y[i * cols + j] = from_float<T>(gelu(to_float(x[i * cols + j]) + to_float(b[j])));
+}
+}  // namespace
+
+std::vector<Variant> bias_gelu_cpu_variants() {
+  Variant u;
+  u.name = "cpu_unfused";
+  u.note = "two passes as two kernels would run them: x + bias written to memory and read back for gelu, one thread";
+  u.workspace_bytes = [](const Problem& p) {
+    return static_cast<size_t>(dtype_storage_bytes(p.dtype, p.dim("rows") * p.dim("cols")));
+  };
+  u.run = [](const Problem& p, const Args& a) { cpu::with_float_type(p.dtype, [&](auto t) { unfused<decltype(t)>(p, a); }); };
+  Variant f;
+  f.name = "cpu_fused";
+  f.note = "one pass: the biased value stays in a register (a third of the traffic saved), rows over all cores";
+  f.run = [](const Problem& p, const Args& a) { cpu::with_float_type(p.dtype, [&](auto t) { fused<decltype(t)>(p, a); }); };
+  return {u, f};
+}
+
+}  // namespace kl
