@@ -54,5 +54,6 @@ void add_specs(CLI::App& app);
 void add_occupancy(CLI::App& app);
 void add_roofline(CLI::App& app);
 void add_explain(CLI::App& app);
+void add_sim(CLI::App& app);
 
 }  // namespace kl::cli

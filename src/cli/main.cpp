@@ -19,6 +19,7 @@ int main(int argc, char** argv) {
   kl::cli::add_occupancy(app);
   kl::cli::add_roofline(app);
   kl::cli::add_explain(app);
+  kl::cli::add_sim(app);
   try {
     app.parse(argc, argv);
   } catch (const CLI::CallForHelp& e) {

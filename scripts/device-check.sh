@@ -1,0 +1,80 @@
+#!/usr/bin/env bash
+# The one command for a session with a lent GPU (see ../shared/device-runbook.md): builds for
+# sm_90a, runs every test, checks every variant on the GPU, benchmarks the default suite, and
+# writes results.json, gpu.txt and log.txt to $OUT (./out outside the device tool). On a machine
+# without a GPU it does all it can (build, tests, CPU report) and says plainly that no GPU was found.
+set -uo pipefail
+cd "$(dirname "$0")/.."
+OUT=${OUT:-./out}
+mkdir -p "$OUT"
+exec > >(tee "$OUT/log.txt") 2>&1
+start=$(date +%s)
+step() { echo; echo "== $* ($(( $(date +%s) - start )) s)"; }
+status=()
+
+step "machine"
+gpu=0
+if command -v nvidia-smi >/dev/null && nvidia-smi -L >/dev/null 2>&1; then
+  gpu=1
+  nvidia-smi --query-gpu=name,driver_version,memory.total,clocks.sm,clocks.max.sm,clocks.mem,power.limit,temperature.gpu \
+    --format=csv | tee "$OUT/gpu.txt"
+else
+  echo "NO GPU FOUND: nvidia-smi is missing or lists no device; the CUDA checks and GPU benchmarks are skipped" | tee "$OUT/gpu.txt"
+fi
+echo "commit $(git describe --always --dirty --abbrev=12 2>/dev/null || echo unknown)" | tee -a "$OUT/gpu.txt"
+
+# Build dependencies the GPU image lacks come as .debs carried in .device-deps (scripts/device-deps.sh).
+if [ -d .device-deps ] && ls .device-deps/*.deb >/dev/null 2>&1; then
+  step "unpacking carried build dependencies"
+  prefix=/tmp/kernelab-deps
+  for f in .device-deps/*.deb; do dpkg -x "$f" "$prefix"; done
+  export CMAKE_PREFIX_PATH="$prefix/usr${CMAKE_PREFIX_PATH:+:$CMAKE_PREFIX_PATH}"
+  export CPATH="$prefix/usr/include${CPATH:+:$CPATH}"
+  export LIBRARY_PATH="$prefix/usr/lib/x86_64-linux-gnu${LIBRARY_PATH:+:$LIBRARY_PATH}"
+  export LD_LIBRARY_PATH="$prefix/usr/lib/x86_64-linux-gnu:$prefix/usr/lib/x86_64-linux-gnu/openblas-pthread${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
+elif [ "$gpu" = 0 ]; then
+  bash scripts/install-deps.sh || status+=("install-deps failed")
+fi
+# The CUDA libraries may live in the Python packages of the image: report where.
+python3 - <<'PY' 2>/dev/null || true
+import glob, site
+for d in site.getsitepackages():
+    for lib in sorted(glob.glob(d + "/nvidia/*/lib")):
+        print("CUDA library folder:", lib)
+PY
+
+step "build"
+build=build-device
+gencode="-gencode=arch=compute_80,code=sm_80;-gencode=arch=compute_90a,code=sm_90a"
+[ "$gpu" = 1 ] && gencode="-gencode=arch=compute_90a,code=sm_90a"  # only the chip at hand: a faster build
+if cmake -S . -B "$build" -G Ninja -DCMAKE_BUILD_TYPE=Release -DKERNELAB_CUDA_GENCODE="$gencode" >/dev/null &&
+   cmake --build "$build" -j "$(nproc)"; then
+  echo "build ok"
+else
+  status+=("BUILD FAILED")
+  echo "BUILD FAILED"; printf '%s\n' "${status[@]}"; exit 1
+fi
+
+step "tests"
+(cd "$build" && ctest -j "$(nproc)" --output-on-failure 2>&1 | tail -15) || status+=("tests failed")
+
+if [ "$gpu" = 1 ]; then
+  step "every CUDA variant against the reference, on the GPU"
+  "$build/kernelab" check --backend cuda || status+=("check --backend cuda failed")
+fi
+
+step "report: the default suite on every backend present"
+"$build/kernelab" report --out "$OUT/report" || status+=("report failed")
+[ -f "$OUT/report/results.json" ] && cp "$OUT/report/results.json" "$OUT/results.json"
+
+step "summary"
+[ "$gpu" = 1 ] || echo "no GPU was found: this run verified the build, the tests and the CPU figures only"
+python3 - "$OUT/results.json" <<'PY' 2>/dev/null || true
+import json, sys
+d = json.load(open(sys.argv[1]))
+for p in d["points"]:
+    print(f"{p['backend']:<5} {p['op']:<10} {p['variant']:<14} {p['dtype']:<5} {p['median_s']*1e3:9.3f} ms "
+          f"{p['gbps']:8.1f} GB/s {p['tflops']:8.3f} TFLOP/s {p['pct_of_bound']:6.1f}%")
+PY
+if [ ${#status[@]} -gt 0 ]; then printf 'FAILED: %s\n' "${status[@]}"; exit 1; fi
+echo "device-check: all steps passed in $(( $(date +%s) - start )) s"

@@ -1,0 +1,13 @@
+#!/usr/bin/env bash
+# Run here, before a device call: downloads the Debian packages kernelab builds against that the
+# GPU machine's image lacks (it has nvcc, CMake and ninja, and no registry access) into
+# .device-deps/, which the device call carries and scripts/device-check.sh unpacks.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+pkgs=(libgtest-dev libfmt-dev libfmt9 libcli11-dev nlohmann-json3-dev libopenblas-dev libopenblas0
+      libopenblas-pthread-dev libopenblas0-pthread libgfortran5 libsimdjson-dev libsimdjson14)
+mkdir -p .device-deps
+grep -qx '/.device-deps/' .git/info/exclude 2>/dev/null || echo '/.device-deps/' >> .git/info/exclude
+cd .device-deps
+apt-get download "${pkgs[@]}"
+ls -1 ./*.deb

@@ -1,0 +1,141 @@
+// kl::sim: launching a kernel on the simulator, its options, the race check, and the
+// per-fiber built-in variables. Included by cuda_sim.h after the toolkit's headers.
+#pragma once
+#include <cuda_runtime.h>
+
+#include <cstddef>
+#include <cstdint>
+#include <functional>
+#include <span>
+#include <string>
+#include <string_view>
+#include <tuple>
+#include <type_traits>
+#include <utility>
+
+// Set by the scheduler each time it switches into a fiber (threadIdx) or starts a block
+// (the others). A fiber never moves to another OS thread, so these are exact.
+inline thread_local uint3 threadIdx{};
+inline thread_local uint3 blockIdx{};
+inline thread_local dim3 blockDim{};
+inline thread_local dim3 gridDim{};
+inline constexpr int warpSize = 32;
+
+namespace kl::sim {
+
+// The order in which the threads of a block run between two barriers (and blocks run,
+// when serial). CUDA allows any order; a race-free kernel gives the same result in both.
+enum class Order { forward, reverse };
+
+struct Options {
+  unsigned os_threads = 0;   // OS threads running blocks; 0: KERNELAB_SIM_THREADS or the cores (at most 16)
+  Order order = Order::forward;
+  bool serial = false;       // blocks one at a time on the calling thread, in block order
+  bool race_check = false;   // run every launch forward and reverse over all cudaMalloc'd memory
+  bool check_pointer_args = true;  // a pointer argument outside every allocation fails the launch
+  std::size_t stack_bytes = 0;     // fiber stack; 0: KERNELAB_SIM_STACK_KB or 64 KiB (256 under ASan)
+};
+// Process-wide; read from the KERNELAB_SIM_* environment on first use.
+Options& options();
+
+// The message of the last problem the simulator found or refused (empty if none), and how
+// many problems (deadlocks, races, faults, bad pointers) it has found in this process.
+std::string last_message();
+int findings();
+// Forgets the sticky error of a failed kernel without cudaDeviceReset (which also frees all
+// memory): for tests that plant failures.
+void clear_errors();
+
+// Race check for library use: `launches` runs twice on the same inputs, once with every
+// barrier interval's threads (and the blocks) in forward order and once in reverse; the
+// caller names the global memory those launches can write. Differences are a race.
+struct Buffer {
+  const void* ptr;
+  std::size_t bytes;
+  const char* what = nullptr;  // for the message, e.g. "cudaMalloc"
+};
+struct RaceResult {
+  bool race = false;
+  std::string message;  // what differs, where; a note when only float atomics' rounding differs
+};
+RaceResult check_races(std::span<const Buffer> buffers, const std::function<void()>& launches,
+                       std::string_view what = "launch");
+
+namespace detail {
+
+struct PointerArg {
+  unsigned index;   // 1-based position in the kernel's parameter list
+  const void* ptr;
+};
+
+// A launch with its parameters bound: body(closure) runs the kernel in the current fiber.
+struct Kernel {
+  const char* name;      // as written at the launch site, or null
+  const void* address;   // the kernel function (cudaFuncSetAttribute's key)
+  void (*body)(void*);
+  void* closure;
+  std::span<const PointerArg> pointer_args;
+};
+cudaError_t launch(const Kernel& kernel, dim3 grid, dim3 block, std::size_t smem, cudaStream_t stream);
+
+// The dynamic shared memory of the block running on this OS thread; the rewriter turns
+// `extern __shared__ T s[];` into `static thread_local T*& s = kl::sim::dynamic_shared<T>();`.
+inline thread_local void* dynamic_smem = nullptr;
+void require_serial_blocks();
+
+template <class T>
+T implicit(T v) {  // copy-initialisation: the conversions a CUDA launch allows, no more
+  return v;
+}
+
+template <class... P>
+constexpr unsigned count_pointer_params() {
+  return (0u + ... + (std::is_pointer_v<P> && std::is_object_v<std::remove_pointer_t<P>> ? 1u : 0u));
+}
+
+}  // namespace detail
+
+template <class T>
+T*& dynamic_shared() {
+  return reinterpret_cast<T*&>(detail::dynamic_smem);
+}
+
+// kernel<<<grid, block, smem, stream>>>(args...) as a call; `name` labels error messages.
+// The arguments are converted to the parameter types now, like CUDA copies them at launch;
+// every simulated thread then calls the kernel with its own copy.
+template <class... P, class... A>
+cudaError_t launch_named(const char* name, void (*kernel)(P...), dim3 grid, dim3 block, std::size_t smem,
+                         cudaStream_t stream, A&&... args) {
+  static_assert(sizeof...(P) == sizeof...(A), "kernel launched with a different number of arguments than it has parameters");
+  struct Closure {
+    void (*kernel)(P...);
+    std::tuple<std::decay_t<P>...> params;
+  };
+  Closure c{kernel, {detail::implicit<std::decay_t<P>>(std::forward<A>(args))...}};
+  constexpr unsigned n_ptr = detail::count_pointer_params<P...>();
+  detail::PointerArg ptrs[n_ptr == 0 ? 1 : n_ptr];
+  [&]<std::size_t... I>(std::index_sequence<I...>) {
+    unsigned k = 0;
+    auto note = [&](unsigned index, const auto& v) {
+      using V = std::decay_t<decltype(v)>;
+      if constexpr (std::is_pointer_v<V> && std::is_object_v<std::remove_pointer_t<V>>)
+        ptrs[k++] = {index, static_cast<const void*>(v)};
+    };
+    (note(I + 1, std::get<I>(c.params)), ...);
+    (void)note;  // a kernel without parameters
+  }(std::index_sequence_for<P...>{});
+  const detail::Kernel k{name, reinterpret_cast<const void*>(kernel),
+                         [](void* p) {
+                           auto* cl = static_cast<Closure*>(p);
+                           std::apply(cl->kernel, cl->params);
+                         },
+                         &c, std::span<const detail::PointerArg>(ptrs, n_ptr)};
+  return detail::launch(k, grid, block, smem, stream);
+}
+
+template <class... P, class... A>
+cudaError_t launch(void (*kernel)(P...), dim3 grid, dim3 block, std::size_t smem, cudaStream_t stream, A&&... args) {
+  return launch_named(nullptr, kernel, grid, block, smem, stream, std::forward<A>(args)...);
+}
+
+}  // namespace kl::sim

@@ -1,0 +1,300 @@
+// Compiling and running a program on the simulator. Paths to the header, the runtime
+// archive and the compiler are fixed when kernelab is built (sim.cmake).
+#include "sim/run/driver.h"
+
+#include <fcntl.h>
+#include <signal.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <filesystem>
+#include <fstream>
+#include <map>
+#include <set>
+#include <sstream>
+
+#include "kernelab/error.h"
+#include "sim/run/rewrite.h"
+
+namespace fs = std::filesystem;
+
+namespace kl::sim {
+namespace {
+
+std::string read_file(const fs::path& p) {
+  std::ifstream in(p, std::ios::binary);
+  std::ostringstream s;
+  s << in.rdbuf();
+  return s.str();
+}
+
+std::uint64_t fnv1a(std::string_view s, std::uint64_t h = 1469598103934665603ull) {
+  for (unsigned char c : s) h = (h ^ c) * 1099511628211ull;
+  return h;
+}
+
+std::string identity(const fs::path& p) {  // changes when the file does
+  std::error_code ec;
+  const auto size = fs::file_size(p, ec);
+  const auto time = fs::last_write_time(p, ec).time_since_epoch().count();
+  return p.string() + ":" + std::to_string(size) + ":" + std::to_string(time);
+}
+
+// Runs argv; with `output`, collects stdout and stderr into it. Returns the wait status.
+int spawn(const std::vector<std::string>& argv, std::string* output) {
+  int fds[2] = {-1, -1};
+  if (output && pipe(fds) != 0) runtime_failure("cannot create a pipe");
+  const pid_t pid = fork();
+  if (pid < 0) runtime_failure("cannot fork");
+  if (pid == 0) {
+    signal(SIGINT, SIG_DFL), signal(SIGQUIT, SIG_DFL);  // we ignore them while we wait; the child must not
+    if (output) dup2(fds[1], 1), dup2(fds[1], 2), close(fds[0]), close(fds[1]);
+    std::vector<char*> a;
+    for (const std::string& s : argv) a.push_back(const_cast<char*>(s.c_str()));
+    a.push_back(nullptr);
+    execvp(a[0], a.data());
+    std::fprintf(stderr, "kernelab sim: cannot run %s: %s\n", a[0], std::strerror(errno));
+    _exit(127);
+  }
+  if (output) {
+    close(fds[1]);
+    char buf[4096];
+    for (ssize_t n; (n = read(fds[0], buf, sizeof buf)) > 0;) output->append(buf, std::size_t(n));
+    close(fds[0]);
+  }
+  int status = 0;
+  while (waitpid(pid, &status, 0) < 0 && errno == EINTR) {
+  }
+  return status;
+}
+
+// Whether the cached binary is newer than every file its depfile lists.
+bool fresh(const fs::path& binary, const fs::path& depfile) {
+  std::error_code ec;
+  if (!fs::exists(binary, ec) || !fs::exists(depfile, ec)) return false;
+  const auto built = fs::last_write_time(binary, ec);
+  std::string deps = read_file(depfile), item;
+  for (std::size_t i = 0; i < deps.size(); ++i) {
+    const char c = deps[i];
+    if (c == '\\' && i + 1 < deps.size() && (deps[i + 1] == '\n' || deps[i + 1] == ' ')) {
+      if (deps[i + 1] == ' ') item += ' ';
+      ++i;
+      continue;
+    }
+    if (c != ' ' && c != '\n') {
+      item += c;
+      continue;
+    }
+    if (!item.empty() && item.back() != ':' && fs::exists(item, ec) && fs::last_write_time(item, ec) > built) return false;
+    item.clear();
+  }
+  return true;
+}
+
+std::vector<std::string> compile_flags(const RunRequest& r, const fs::path& source) {
+  const std::string dir = KERNELAB_SIM_DIR;
+  // -fstack-clash-protection: a frame larger than the guard page below a fiber's stack
+  // touches each page on the way down, so an overflow faults instead of hitting a neighbour.
+  std::vector<std::string> f = {"-std=c++20", "-O1", "-g", "-pthread", "-fstack-clash-protection",
+                                "-include", dir + "/cuda_sim.h",
+                                "-I", dir + "/shadow", "-I", fs::path(dir).parent_path().string(),
+                                "-I", KERNELAB_SIM_CUDA_INCLUDE,
+                                "-iquote", source.parent_path().string()};
+  for (const std::string& d : r.include_dirs) f.insert(f.end(), {"-I", fs::absolute(d).string()});
+  for (const std::string& d : r.defines) f.push_back("-D" + d);
+  if (r.memcheck) f.insert(f.end(), {"-fsanitize=address", "-fno-omit-frame-pointer", "-DKERNELAB_SIM_MEMCHECK=1"});
+  return f;
+}
+
+std::string undefined_api_hint(const std::string& log) {
+  std::string hint;
+  for (std::size_t p = 0; (p = log.find("undefined reference to `cuda", p)) != std::string::npos;) {
+    const std::size_t s = p + 24, e = log.find_first_of("'(", s);
+    const std::string name = log.substr(s, e - s);
+    if (hint.find(name) == std::string::npos) hint += (hint.empty() ? "" : ", ") + name;
+    p = e;
+  }
+  return hint.empty() ? "" : "kernelab sim: the simulator does not implement " + hint + "\n";
+}
+
+std::string signal_name(int sig) {
+  const char* d = strsignal(sig);
+  return std::to_string(sig) + (d ? std::string(" (") + d + ")" : "");
+}
+
+// The program's own headers (quote includes found beside the including file or in a -I
+// directory) may hold kernels and launches too. Each is rewritten into a copy under the
+// cache, at a path fixed by the original's, and the #include that named it now names the
+// copy (lines keep their numbers; a #line in the copy names the original). A copy is only
+// written when its text changes, so that a cached build's dependencies stay older than it.
+class Rewriter {
+ public:
+  Rewriter(const fs::path& cache, std::vector<std::string> include_dirs)
+      : cache_(cache / "headers"), dirs_(std::move(include_dirs)) {}
+
+  // `shown` is the name messages use for the file.
+  std::string rewrite(const fs::path& file, const std::string& shown) {
+    std::string text = read_file(file);
+    const auto includes = quote_includes(text);
+    for (auto it = includes.rbegin(); it != includes.rend(); ++it) {  // back to front: offsets stay valid
+      const fs::path found = resolve(file.parent_path(), it->name);
+      if (found.empty() || busy_.count(found.string())) continue;  // not ours, or a cycle: left as it was
+      text.replace(it->offset, it->length, copy_of(found));
+    }
+    return rewrite_cuda(text, shown);
+  }
+  std::string all_text() const { return all_; }  // every copy's text, for the cache key
+
+ private:
+  fs::path resolve(const fs::path& dir, const std::string& name) const {
+    std::error_code ec;
+    if (fs::is_regular_file(dir / name, ec)) return fs::weakly_canonical(dir / name, ec);
+    for (const std::string& d : dirs_)
+      if (fs::is_regular_file(fs::path(d) / name, ec)) return fs::weakly_canonical(fs::path(d) / name, ec);
+    return {};
+  }
+  std::string copy_of(const fs::path& original) {
+    char dir[17];
+    std::snprintf(dir, sizeof dir, "%016llx", static_cast<unsigned long long>(fnv1a(original.string())));
+    const fs::path copy = cache_ / dir / original.filename();
+    if (!done_.count(copy.string())) {
+      busy_.insert(original.string());
+      std::error_code ec;
+      const fs::path rel = fs::relative(original, ec);  // messages: the path from here, if it is short
+      const bool inside = !ec && !rel.empty() && *rel.begin() != "..";
+      const std::string text = rewrite(original, inside ? rel.string() : original.string());
+      busy_.erase(original.string());
+      done_.insert(copy.string());
+      all_ += copy.string() + '\0' + text + '\0';
+      fs::create_directories(copy.parent_path(), ec);
+      if (read_file(copy) != text) {
+        const fs::path tmp = copy.string() + "." + std::to_string(getpid());
+        std::ofstream(tmp, std::ios::binary) << text;
+        fs::rename(tmp, copy, ec);
+      }
+    }
+    return copy.string();
+  }
+  fs::path cache_;
+  std::vector<std::string> dirs_;
+  std::set<std::string> busy_, done_;
+  std::string all_;
+};
+
+}  // namespace
+
+std::string cache_dir() {
+  fs::path d;
+  if (const char* c = std::getenv("KERNELAB_SIM_CACHE"); c && *c) d = c;
+  else if (const char* x = std::getenv("XDG_CACHE_HOME"); x && *x) d = fs::path(x) / "kernelab" / "sim";
+  else if (const char* h = std::getenv("HOME"); h && *h) d = fs::path(h) / ".cache" / "kernelab" / "sim";
+  else d = fs::temp_directory_path() / "kernelab-sim";
+  std::error_code ec;
+  fs::create_directories(d, ec);
+  return d.string();
+}
+
+Build build_program(const RunRequest& r) {
+  const fs::path source = fs::absolute(r.file);
+  std::error_code ec;
+  if (!fs::is_regular_file(source, ec)) bad_input("sim run: cannot read " + r.file);
+  std::vector<std::string> include_dirs;
+  for (const std::string& d : r.include_dirs) include_dirs.push_back(fs::absolute(d).string());
+  Rewriter rewriter(cache_dir(), include_dirs);
+  const std::string rewritten = rewriter.rewrite(source, r.file);  // messages name the file as the user wrote it
+  const std::vector<std::string> flags = compile_flags(r, source);
+  std::string key_text = rewritten + '\0' + rewriter.all_text() + KERNELAB_SIM_CXX + '\0' + identity(KERNELAB_SIM_LIBRARY);
+  for (const std::string& f : flags) key_text += '\0' + f;
+  char key[17];
+  std::snprintf(key, sizeof key, "%016llx", static_cast<unsigned long long>(fnv1a(key_text)));
+  const fs::path dir = fs::path(cache_dir()) / key, binary = dir / "program", depfile = dir / "program.d";
+  Build b{binary.string()};
+  if (!r.no_cache && fresh(binary, depfile)) {
+    b.cached = true;
+    if (r.verbose) std::fprintf(stderr, "kernelab sim: cached build %s\n", binary.c_str());
+    return b;
+  }
+  fs::create_directories(dir, ec);
+  // Names of this process's own, renamed into place at the end: concurrent runs may race.
+  const std::string pid = std::to_string(getpid());
+  const fs::path main_cpp = dir / ("main." + pid + ".cpp"), tmp_bin = dir / ("program." + pid),
+                 tmp_dep = dir / ("program." + pid + ".d");
+  std::ofstream(main_cpp, std::ios::binary) << rewritten;
+  std::vector<std::string> cmd = {KERNELAB_SIM_CXX};
+  cmd.insert(cmd.end(), flags.begin(), flags.end());
+  cmd.insert(cmd.end(), {"-MMD", "-MF", tmp_dep.string(), "-x", "c++", main_cpp.string(), "-x", "none", "-o", tmp_bin.string(),
+                         KERNELAB_SIM_LIBRARY, KERNELAB_SIM_LINK_LIBS, "-ldl"});
+  if (r.verbose) {
+    std::string line = "kernelab sim: compiling:";
+    for (const std::string& c : cmd) line += " " + c;
+    std::fprintf(stderr, "%s\n", line.c_str());
+  }
+  const auto t0 = std::chrono::steady_clock::now();
+  std::string log;
+  const int status = spawn(cmd, &log);
+  b.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  fs::remove(main_cpp, ec);
+  if (!log.empty()) std::fputs(log.c_str(), stderr);
+  if (!WIFEXITED(status) || WEXITSTATUS(status) != 0) {
+    fs::remove(tmp_bin, ec), fs::remove(tmp_dep, ec);
+    std::fputs(undefined_api_hint(log).c_str(), stderr);
+    bad_input("sim run: " + r.file + " does not compile for the simulator (the compiler's messages are above)");
+  }
+  fs::rename(tmp_dep, depfile, ec);
+  fs::rename(tmp_bin, binary, ec);
+  if (ec) runtime_failure("sim run: cannot store the build in " + dir.string() + ": " + ec.message());
+  if (r.verbose) std::fprintf(stderr, "kernelab sim: compiled in %.1f s\n", b.seconds);
+  return b;
+}
+
+int run_program(const RunRequest& r) {
+  const Build b = build_program(r);
+  char findings_path[] = "/tmp/kernelab-sim-findings-XXXXXX";
+  const int fd = mkstemp(findings_path);
+  if (fd < 0) runtime_failure("sim run: cannot create a temporary file");
+  close(fd);
+  std::vector<std::string> argv = {b.binary};
+  argv.insert(argv.end(), r.args.begin(), r.args.end());
+  // The program runs in our process group: a Ctrl-C stops it, and we report what it did.
+  struct sigaction ignore{}, old_int{}, old_quit{};
+  ignore.sa_handler = SIG_IGN;
+  sigaction(SIGINT, &ignore, &old_int), sigaction(SIGQUIT, &ignore, &old_quit);
+  setenv("KERNELAB_SIM_FINDINGS", findings_path, 1);
+  if (r.race_check) setenv("KERNELAB_SIM_RACE_CHECK", "1", 1);
+  if (r.memcheck) {
+    setenv("KERNELAB_SIM_MEMCHECK", "1", 1);
+    const char* user = std::getenv("ASAN_OPTIONS");  // leaks are not GPU bugs: most programs skip cudaFree at exit
+    setenv("ASAN_OPTIONS", (std::string("detect_leaks=0:") + (user ? user : "")).c_str(), 1);
+  }
+  std::fflush(stdout), std::fflush(stderr);
+  const int status = spawn(argv, nullptr);
+  sigaction(SIGINT, &old_int, nullptr), sigaction(SIGQUIT, &old_quit, nullptr);
+  std::map<std::string, int> found;
+  {
+    std::ifstream in(findings_path);
+    for (std::string line; std::getline(in, line);) ++found[line.substr(0, line.find('\t'))];
+  }
+  unlink(findings_path);
+  int code = 0;
+  if (WIFSIGNALED(status)) {
+    std::fprintf(stderr, "kernelab sim: %s was killed by signal %s\n", r.file.c_str(), signal_name(WTERMSIG(status)).c_str());
+    code = 128 + WTERMSIG(status);
+  } else {
+    code = WEXITSTATUS(status);
+  }
+  if (!found.empty()) {
+    std::string list;
+    for (const auto& [kind, n] : found) list += (list.empty() ? "" : ", ") + std::to_string(n) + " " + kind;
+    std::fprintf(stderr, "kernelab sim: %s: the simulator found problems (%s); see the messages above\n", r.file.c_str(),
+                 list.c_str());
+    if (code == 0) code = 1;
+  }
+  return code;
+}
+
+}  // namespace kl::sim

@@ -1,0 +1,37 @@
+// `kernelab sim run`: a CUDA program, rewritten (rewrite.h), compiled by the host compiler
+// against the simulator's header and runtime, cached by content, and run with its output,
+// arguments and exit code passed through.
+#pragma once
+#include <string>
+#include <vector>
+
+namespace kl::sim {
+
+struct RunRequest {
+  std::string file;                       // the .cu program
+  std::vector<std::string> args;          // its argv after the program name
+  std::vector<std::string> defines;       // -D NAME[=VALUE]
+  std::vector<std::string> include_dirs;  // -I DIR
+  bool race_check = false;  // every launch forward and reverse; a difference fails the run
+  bool memcheck = false;    // AddressSanitizer build, blocks one at a time; a bad access fails the run
+  bool verbose = false;     // print the compile command and whether the cache served it
+  bool no_cache = false;
+};
+
+struct Build {
+  std::string binary;
+  bool cached = false;
+  double seconds = 0;  // compile time, 0 when cached
+};
+
+// Throws kl::BadInput (after printing the compiler's messages) when the program does not compile.
+Build build_program(const RunRequest& request);
+
+// Builds and runs; returns the program's exit code, 128+N when signal N killed it, or 1 when
+// it exited 0 but the simulator found a deadlock, race or bad access.
+int run_program(const RunRequest& request);
+
+// KERNELAB_SIM_CACHE, else $XDG_CACHE_HOME/kernelab/sim, else ~/.cache/kernelab/sim.
+std::string cache_dir();
+
+}  // namespace kl::sim

@@ -1,0 +1,128 @@
+// What the runtime's files share: the fibers of a block, the per-OS-thread worker that runs
+// blocks, the launch they belong to, and the memory registry. Not part of the public API.
+#pragma once
+#include <atomic>
+#include <boost/context/detail/fcontext.hpp>
+#include <cstddef>
+#include <mutex>
+#include <source_location>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "sim/cuda_sim.h"
+
+namespace kl::sim::detail {
+
+namespace bctx = boost::context::detail;
+
+enum class Wait : unsigned char { ready, barrier, warp, activemask, exited };
+
+// One simulated CUDA thread: a fiber and what it waits for.
+struct SimThread {
+  bctx::fcontext_t ctx = nullptr;
+  uint3 tid{};
+  unsigned index = 0;  // rank in the block
+  Wait wait = Wait::ready;
+  BarrierOp bop{};
+  WarpOp op{};
+  const char* what = nullptr;  // the collective's name, for messages and matching
+  unsigned mask = 0;
+  unsigned bytes = 0;          // deposited by a warp collective
+  int value = 0;               // barrier predicate in, count/and/or or active mask out
+  Site where{};
+  void* fake_stack = nullptr;  // AddressSanitizer's per-fiber bookkeeping
+};
+
+struct WarpSlots {
+  alignas(16) unsigned char deposit[32][kSlotBytes];
+  alignas(16) unsigned char result[32][kSlotBytes];
+};
+
+// One kernel launch, shared by the workers running its blocks.
+struct Launch {
+  const Kernel* kernel = nullptr;
+  std::string name;
+  dim3 grid, block;
+  unsigned threads = 0;  // per block
+  unsigned long long blocks = 0;
+  std::size_t smem = 0;
+  Order order = Order::forward;
+  std::atomic<unsigned long long> next{0};
+  std::atomic<bool> failed{false};
+  std::mutex error_mutex;
+  std::string error;      // the first failure
+  std::string error_kind; // "deadlock", "warp collective", "fault"
+  void fail(std::string kind, std::string message);
+};
+
+struct Stack {
+  char* lo = nullptr;  // usable [lo, lo + size); a PROT_NONE guard page lies below lo
+  std::size_t size = 0;
+};
+
+// The state of one OS thread that runs blocks (the launching thread or a pool thread).
+struct Worker {
+  std::vector<SimThread> threads;
+  std::vector<Stack> stacks;
+  std::vector<WarpSlots> warps;
+  char* smem_guard = nullptr;  // first byte of the PROT_NONE page after dynamic shared memory
+  bctx::fcontext_t scheduler = nullptr;
+  SimThread* current = nullptr;
+  Launch* launch = nullptr;
+  uint3 block{};
+  bool block_failed = false;
+  const void* os_stack_bottom = nullptr;  // AddressSanitizer: the scheduler's stack
+  std::size_t os_stack_size = 0;
+  void* scheduler_fake_stack = nullptr;
+};
+
+Worker& worker();                 // this OS thread's, created on first use
+Worker* current_worker();         // null on a thread that never ran a block
+void prepare(Worker& w, Launch& launch);  // stacks, slots and shared memory for this launch
+void run_block(Worker& w, Launch& launch, unsigned long long linear_block);
+
+// memory.cpp: fiber stacks, the dynamic shared memory window, signals and sanitizer hooks.
+Stack new_stack(std::size_t bytes);
+void release_stack(const Stack& s);
+void release_smem_window(char* guard);
+std::size_t stack_bytes();
+char* new_smem_window();          // kMaxDynamicSmem usable bytes, then a guard page
+void install_crash_handlers();
+bool asan_present();
+void asan_unpoison(const void* p, std::size_t n);
+void asan_poison(const void* p, std::size_t n);
+void asan_start_switch(void** fake_stack, const void* bottom, std::size_t size);
+void asan_finish_switch(void* fake_stack, const void** bottom_old, std::size_t* size_old);
+
+inline constexpr std::size_t kMaxDynamicSmem = 227 * 1024;  // H100's opt-in limit per block
+inline constexpr std::size_t kDefaultSmem = 48 * 1024;      // without cudaFuncSetAttribute
+
+// "kernel 'k' block (1,0,0) thread (3,0,0)", the context of every message.
+std::string where_text(const Worker& w, const SimThread& t);
+std::string site_text(const Site& s);
+std::string dim_text(uint3 d);
+
+// launch.cpp: findings and errors.
+void record_finding(std::string_view kind, const std::string& message);
+void note_message(const std::string& message);  // a refused call's reason, for last_message()
+void set_error(cudaError_t e, bool sticky);
+cudaError_t sticky_error();
+cudaError_t take_last_error(bool clear);  // cudaGetLastError / cudaPeekAtLastError
+void reset_errors();                      // cudaDeviceReset
+extern thread_local bool in_race_check;   // launches inside check_races run as they are told
+
+// api.cpp: the allocations the runtime made (cudaMalloc, cudaMallocHost...).
+struct Allocation {
+  const char* base;
+  std::size_t bytes;
+  const char* kind;  // "cudaMalloc", "cudaMallocHost", "cudaMallocManaged", "__device__ symbol"
+};
+bool find_allocation(const void* p, Allocation* out);     // live allocation containing p
+bool find_freed(const void* p, Allocation* out);          // a freed one that contained p
+std::vector<Allocation> live_allocations();               // device-reachable, in address order
+std::size_t dynamic_smem_limit(const void* kernel);       // cudaFuncSetAttribute's, else 48 KiB
+bool stream_is_valid(cudaStream_t s);                     // 0 or created and not destroyed
+void check_guard_bytes(const std::string& kernel);        // after a launch: writes past a buffer's end
+
+}  // namespace kl::sim::detail

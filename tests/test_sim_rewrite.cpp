@@ -1,0 +1,76 @@
+// The .cu → C++ rewrite of `kernelab sim run`: launches with templated kernels and nested
+// brackets in the configuration, `<<<` inside literals and comments left alone, dynamic
+// shared memory declarations, and line numbers that still match the user's file.
+#include "test_sim_util.h"
+#if KERNELAB_HAVE_SIM
+#include <gmock/gmock.h>
+
+#include <algorithm>
+
+#include "kernelab/error.h"
+#include "sim/run/rewrite.h"
+
+namespace {
+
+using ::testing::HasSubstr;
+using ::testing::Not;
+
+std::string rw(const std::string& src) { return kl::sim::rewrite_cuda(src, "prog.cu"); }
+
+TEST(SimRewrite, PlainLaunchesGetDefaultsForSharedMemoryAndStream) {
+  EXPECT_EQ(rw("k<<<g, b>>>(x, y);"), "#line 1 \"prog.cu\"\n::kl::sim::launch_named(\"k\", k, g, b, 0, 0, x, y);");
+  EXPECT_THAT(rw("k<<<1, 2, smem>>>();"), HasSubstr("launch_named(\"k\", k, 1, 2, smem, 0)"));
+  EXPECT_THAT(rw("ns::k <<< 1, 2, 0, s >>> (a);"), HasSubstr("launch_named(\"ns::k\", ns::k, 1, 2, 0, s, a)"));
+}
+
+TEST(SimRewrite, TemplatedKernelsAndNestedBrackets) {
+  EXPECT_THAT(rw("block_sum<256, float><<<blocks, 256>>>(in, out, n);"),
+              HasSubstr("launch_named(\"block_sum<256, float>\", block_sum<256, float>, blocks, 256, 0, 0, in, out, n)"));
+  EXPECT_THAT(rw("k<T, std::array<int, 2>><<<dim3((n + 255) / 256, f(a, b)), std::min<int>(n, 256), s(x, y)>>>(p, q);"),
+              HasSubstr("launch_named(\"k<T, std::array<int, 2>>\", k<T, std::array<int, 2>>, dim3((n + 255) / 256, f(a, b)), "
+                        "std::min<int>(n, 256), s(x, y), 0, p, q)"));
+  EXPECT_THAT(rw("k<<<a < b ? 1 : 2, 32>>>(v);"), HasSubstr("launch_named(\"k\", k, a < b ? 1 : 2, 32, 0, 0, v)"));
+  EXPECT_THAT(rw("k<<<1, 1>>>(f(a, g<<1), s[\"<<<\"]);"), HasSubstr("launch_named(\"k\", k, 1, 1, 0, 0, f(a, g<<1), s[\"<<<\"])"));
+}
+
+TEST(SimRewrite, LiteralsAndCommentsAreLeftAlone) {
+  const std::string src = "printf(\"k<<<1,1>>>()\\n\"); // k<<<1,1>>>()\n/* k<<<1,1>>>() */ char c = '<'; auto r = R\"x(k<<<1,1>>>())x\";";
+  EXPECT_EQ(rw(src), "#line 1 \"prog.cu\"\n" + src);
+}
+
+TEST(SimRewrite, EveryLineKeepsItsNumber) {
+  const std::string src = "int a;\nk<<<grid,\n  block,\n  0>>>\n(x,\n y);\nint after_launch;\n";
+  const std::string out = rw(src);
+  EXPECT_EQ(std::count(out.begin(), out.end(), '\n'), std::count(src.begin(), src.end(), '\n') + 1);
+  const auto line_of = [&](const std::string& s, const std::string& what) {
+    return std::count(s.begin(), s.begin() + long(s.find(what)), '\n');
+  };
+  EXPECT_EQ(line_of(out, "after_launch"), line_of(src, "after_launch") + 1) << out;
+  EXPECT_EQ(line_of(out, "y)"), line_of(src, "y)") + 1);
+}
+
+TEST(SimRewrite, DynamicSharedMemoryDeclarations) {
+  EXPECT_THAT(rw("extern __shared__ float s[];"),
+              HasSubstr("static thread_local float*& s = ::kl::sim::dynamic_shared<float>();"));
+  EXPECT_THAT(rw("extern __shared__ __align__(16) unsigned char buf [];"),
+              HasSubstr("static thread_local unsigned char*& buf = ::kl::sim::dynamic_shared<unsigned char>();"));
+  EXPECT_THAT(rw("extern __shared__ alignas(sizeof(float4)) T smem[];"),
+              HasSubstr("static thread_local T*& smem = ::kl::sim::dynamic_shared<T>();"));
+  EXPECT_EQ(rw("extern \"C\" int f();"), "#line 1 \"prog.cu\"\nextern \"C\" int f();");
+  EXPECT_EQ(rw("static __shared__ int x[4];"), "#line 1 \"prog.cu\"\n       __shared__ int x[4];") << "static is implied";
+}
+
+TEST(SimRewrite, MalformedLaunchesNameTheLine) {
+  try {
+    rw("int a;\n\nk<<<1, 2;\n");
+    FAIL() << "no error";
+  } catch (const kl::BadInput& e) {
+    EXPECT_THAT(e.what(), HasSubstr("prog.cu:3: no '>>>' closes this '<<<'"));
+  }
+  EXPECT_THROW(rw("k<<<1>>>(x);"), kl::BadInput);
+  EXPECT_THROW(rw("k<<<1, 2, 3, 4, 5>>>(x);"), kl::BadInput);
+  EXPECT_THROW(rw("k<<<1, 2>>>;"), kl::BadInput);
+}
+
+}  // namespace
+#endif

@@ -1,0 +1,210 @@
+// `kernelab sim run` as a user runs it: ordinary CUDA programs it has never seen
+// (tests/sim/*.cu, each also checked with nvcc by ctest) give the right results, and the
+// planted race, deadlock and bad accesses fail with a message that names the problem.
+#include "test_sim_util.h"
+#if KERNELAB_HAVE_SIM
+#include <gmock/gmock.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+
+namespace fs = std::filesystem;
+
+namespace {
+
+using ::testing::HasSubstr;
+using ::testing::Not;
+
+struct SimResult {
+  int code = -1;
+  std::string out, err;
+};
+
+std::string slurp(const fs::path& p) {
+  std::ifstream in(p);
+  std::stringstream s;
+  s << in.rdbuf();
+  return s.str();
+}
+
+// kernelab sim run ARGS, with the build cache in the build tree (not the user's home).
+SimResult sim_run(const std::string& args) {
+  static const fs::path build = fs::path(KERNELAB_BINARY).parent_path();
+  const fs::path tmp = fs::temp_directory_path() / ("kernelab-sim-test-" + std::to_string(getpid()));
+  fs::create_directories(tmp);
+  const std::string cmd = "KERNELAB_SIM_CACHE='" + (build / "sim-cache").string() + "' '" KERNELAB_BINARY "' sim run " + args +
+                          " >'" + (tmp / "out").string() + "' 2>'" + (tmp / "err").string() + "' </dev/null";
+  const int status = std::system(cmd.c_str());
+  SimResult r{WIFEXITED(status) ? WEXITSTATUS(status) : -1, slurp(tmp / "out"), slurp(tmp / "err")};
+  fs::remove_all(tmp);
+  return r;
+}
+
+std::string program(const std::string& name) { return std::string("'") + KERNELAB_SOURCE_DIR "/tests/sim/" + name + "'"; }
+
+TEST(SimRun, TiledMatmulWithSizesOffTheTile) {
+  SimResult r = sim_run(program("matmul_tiled.cu"));
+  EXPECT_EQ(r.code, 0) << r.err;
+  EXPECT_THAT(r.out, HasSubstr("matmul 100x77x53: max abs error"));
+  r = sim_run(program("matmul_tiled.cu") + " -- 33 1 129");
+  EXPECT_EQ(r.code, 0) << r.err;
+  EXPECT_THAT(r.out, HasSubstr("matmul 33x1x129")) << "arguments after -- reach the program";
+}
+
+TEST(SimRun, TemplatedBlockReductionWithWarpShuffles) {
+  const SimResult r = sim_run(program("reduce_warp.cu") + " -- 100003");
+  EXPECT_EQ(r.code, 0) << r.err;
+  EXPECT_THAT(r.out, HasSubstr("block_sum<128, double> over 100003 values"));
+}
+
+TEST(SimRun, HistogramInDynamicSharedMemory) {
+  SimResult r = sim_run(program("histogram.cu"));
+  EXPECT_EQ(r.code, 0) << r.err;
+  EXPECT_THAT(r.out, HasSubstr("into 100 bins (400 bytes of shared memory): 0 bins wrong"));
+  r = sim_run(program("histogram.cu") + " -- 20000 50000");  // 80000 bytes: needs cudaFuncSetAttribute
+  EXPECT_EQ(r.code, 0) << r.err;
+  EXPECT_THAT(r.out, HasSubstr("(80000 bytes of shared memory): 0 bins wrong"));
+}
+
+TEST(SimRun, StreamsEventsAndAsyncCopies) {
+  const SimResult r = sim_run(program("streams_events.cu"));
+  EXPECT_EQ(r.code, 0) << r.err;
+  EXPECT_THAT(r.out, HasSubstr("6 chunks on 2 streams: 0 values wrong, a elapsed time"));
+}
+
+TEST(SimRun, PlantedRaceIsCaughtByTheRaceCheck) {
+  SimResult r = sim_run(program("race.cu"));
+  EXPECT_EQ(r.code, 0) << "in launch order the racy kernel happens to be right: " << r.err;
+  r = sim_run("--race-check " + program("race.cu"));
+  EXPECT_EQ(r.code, 1);
+  EXPECT_THAT(r.err, HasSubstr("race in kernel 'differences': its results depend on the order in which threads run"));
+  EXPECT_THAT(r.err, HasSubstr("in the 4000-byte cudaMalloc buffer at"));
+  EXPECT_THAT(r.err, HasSubstr("the simulator found problems (1 race)"));
+}
+
+TEST(SimRun, RaceFreeProgramsPassTheRaceCheck) {
+  const SimResult r = sim_run("--race-check " + program("reduce_warp.cu") + " -- 5000");
+  EXPECT_EQ(r.code, 0) << r.err;
+  EXPECT_THAT(r.err, Not(HasSubstr("race")));
+}
+
+TEST(SimRun, PlantedDeadlockAlwaysFails) {
+  const SimResult r = sim_run(program("deadlock.cu"));
+  EXPECT_EQ(r.code, 1);
+  EXPECT_THAT(r.err, HasSubstr("deadlock in kernel 'normalize' block (3,0,0): thread (232,0,0) exited while 232 threads "
+                               "wait at __syncthreads() at "));
+  EXPECT_THAT(r.err, HasSubstr("deadlock.cu:14"));
+  EXPECT_THAT(r.out, HasSubstr("normalize: unspecified launch failure")) << "the program sees the error, as on a GPU";
+}
+
+TEST(SimRun, PlantedOutOfBoundsAccessesUnderMemcheck) {
+  SimResult r = sim_run("--memcheck " + program("oob.cu") + " -- global");
+  EXPECT_NE(r.code, 0);
+  EXPECT_THAT(r.err, HasSubstr("AddressSanitizer: heap-buffer-overflow"));
+  EXPECT_THAT(r.err, HasSubstr("oob.cu:14"));
+  EXPECT_THAT(r.err, HasSubstr("the access reported above was made in kernel 'scale' block (3,0,0) thread (232,0,0)"));
+  r = sim_run("--memcheck " + program("oob.cu") + " -- shared");
+  EXPECT_NE(r.code, 0);
+  EXPECT_THAT(r.err, HasSubstr("AddressSanitizer: global-buffer-overflow"));
+  EXPECT_THAT(r.err, HasSubstr("global variable 'tile'"));
+  EXPECT_THAT(r.err, HasSubstr("made in kernel 'stage' block (0,0,0) thread (64,0,0)"));
+  r = sim_run("--memcheck " + program("oob.cu") + " -- freed");
+  EXPECT_EQ(r.code, 1);
+  EXPECT_THAT(r.err, HasSubstr("use after free: argument 1 of kernel 'scale' points into a 4000-byte cudaMalloc buffer"));
+}
+
+TEST(SimRun, OutOfBoundsWriteIsCaughtWithoutMemcheckToo) {
+  const SimResult r = sim_run(program("oob.cu") + " -- global");
+  EXPECT_EQ(r.code, 1);
+  EXPECT_THAT(r.err, HasSubstr("out-of-bounds write: kernel 'scale' wrote past the end of the 4000-byte cudaMalloc buffer"));
+}
+
+struct TempProgram {
+  explicit TempProgram(const std::string& text) {
+    path = fs::temp_directory_path() / ("kernelab_sim_" + std::to_string(getpid()) + "_" +
+                                        std::to_string(reinterpret_cast<std::uintptr_t>(this) % 100000) + ".cu");
+    std::ofstream(path) << text;
+  }
+  ~TempProgram() { fs::remove(path); }
+  std::string arg() const { return "'" + path.string() + "'"; }
+  fs::path path;
+};
+
+TEST(SimRun, ExitCodeOutputAndArgumentsPassThrough) {
+  const TempProgram p(
+      "#include <cstdio>\n"
+      "__global__ void k(int* x) { x[threadIdx.x] = threadIdx.x; }\n"
+      "int main(int argc, char** argv) {\n"
+      "  int* x; cudaMalloc(&x, 32 * sizeof(int)); k<<<1, 32>>>(x);\n"
+      "  int h[32]; cudaMemcpy(h, x, sizeof h, cudaMemcpyDeviceToHost);\n"
+      "  printf(\"argc=%d last=%s h31=%d\\n\", argc, argv[argc - 1], h[31]);\n"
+      "  fprintf(stderr, \"to stderr\\n\");\n"
+      "  return 7;\n"
+      "}\n");
+  const SimResult r = sim_run(p.arg() + " -- --flag 'two words'");
+  EXPECT_EQ(r.code, 7);
+  EXPECT_THAT(r.out, HasSubstr("argc=3 last=two words h31=31"));
+  EXPECT_THAT(r.err, HasSubstr("to stderr"));
+}
+
+TEST(SimRun, KernelsAndLaunchesInTheProgramsOwnHeaders) {
+  const fs::path dir = fs::temp_directory_path() / ("kernelab_sim_headers_" + std::to_string(getpid()));
+  fs::create_directories(dir / "include");
+  std::ofstream(dir / "include" / "kernels.cuh") << "#pragma once\n"
+                                                  "__global__ void twice(int* x) {\n"
+                                                  "  extern __shared__ int s[];\n"
+                                                  "  s[threadIdx.x] = 2 * int(threadIdx.x);\n"
+                                                  "  __syncthreads();\n"
+                                                  "  x[threadIdx.x] = s[threadIdx.x];\n"
+                                                  "}\n"
+                                                  "inline void run(int* x) { twice<<<1, 64, 64 * sizeof(int)>>>(x); }\n";
+  std::ofstream(dir / "main.cu") << "#include <cstdio>\n#include \"kernels.cuh\"\n"
+                                    "int main() { int* x; cudaMallocManaged(&x, 256); run(x); cudaDeviceSynchronize();\n"
+                                    "  printf(\"x[63]=%d\\n\", x[63]); }\n";
+  const SimResult r = sim_run("-I '" + (dir / "include").string() + "' '" + (dir / "main.cu").string() + "'");
+  fs::remove_all(dir);
+  EXPECT_EQ(r.code, 0) << r.err;
+  EXPECT_THAT(r.out, HasSubstr("x[63]=126"));
+}
+
+TEST(SimRun, CompileErrorsPointAtTheUsersLineAndExit2) {
+  const TempProgram p("#include <cstdio>\n__global__ void k() {}\nint main() { undeclared_thing(); k<<<1, 1>>>(); }\n");
+  const SimResult r = sim_run(p.arg());
+  EXPECT_EQ(r.code, 2);
+  EXPECT_THAT(r.err, HasSubstr(p.path.filename().string() + ":3:"));
+  EXPECT_THAT(r.err, HasSubstr("undeclared_thing"));
+  EXPECT_THAT(r.err, HasSubstr("does not compile for the simulator"));
+}
+
+TEST(SimRun, UnsimulatedRuntimeCallsAreNamed) {
+  const TempProgram p("int main() { void* p; size_t pitch; return cudaMallocPitch(&p, &pitch, 16, 16); }\n");
+  const SimResult r = sim_run(p.arg());
+  EXPECT_EQ(r.code, 2);
+  EXPECT_THAT(r.err, HasSubstr("the simulator does not implement cudaMallocPitch"));
+}
+
+TEST(SimBench, ReportsCostsPerThreadBarrierAndShuffle) {
+  const fs::path out = fs::temp_directory_path() / ("kernelab_sim_bench_" + std::to_string(getpid()));
+  const int status = std::system(("'" KERNELAB_BINARY "' sim bench --json --threads 2 >'" + out.string() + "'").c_str());
+  const std::string json = slurp(out);
+  fs::remove(out);
+  ASSERT_EQ(status, 0);
+  for (const char* key : {"\"ns_per_thread\"", "\"ns_per_thread_barrier\"", "\"ns_per_block_barrier\"", "\"ns_per_thread_shuffle\""})
+    EXPECT_THAT(json, HasSubstr(key));
+  EXPECT_THAT(json, HasSubstr("\"os_threads\": 2"));
+}
+
+TEST(SimRun, BadInputExits2) {
+  EXPECT_EQ(sim_run("/no/such/file.cu").code, 2);
+  const TempProgram p("int main() { k<<<1, 2, 3, 4, 5>>>(); }\n");
+  const SimResult r = sim_run(p.arg());
+  EXPECT_EQ(r.code, 2);
+  EXPECT_THAT(r.err, HasSubstr(":1: a launch takes 2 to 4 values inside <<< >>>"));
+}
+
+}  // namespace
+#endif
