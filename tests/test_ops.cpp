@@ -650,9 +650,38 @@ TEST(Backend, NamesRoundTrip) {
   EXPECT_FALSE(kl::parse_backend("gpu").has_value());
   kl::DeviceSet set = kl::open_devices({Backend::cpu, Backend::sim});
   ASSERT_NE(kl::find_device(set, Backend::cpu), nullptr);
+#ifdef KERNELAB_HAVE_SIM_OPS
+  ASSERT_NE(kl::find_device(set, Backend::sim), nullptr);
+  EXPECT_FALSE(kl::find_device(set, Backend::sim)->times());  // the simulator checks, never times
+#else
   EXPECT_EQ(kl::find_device(set, Backend::sim), nullptr);
   ASSERT_EQ(set.absent.size(), 1u);
   EXPECT_THAT(set.absent[0], HasSubstr("sim"));
+#endif
+}
+
+// Every CUDA rung also runs in the simulator, and passes there on every check case.
+TEST(SimBackend, EveryCudaRungPassesInTheSimulator) {
+#ifndef KERNELAB_HAVE_SIM_OPS
+  GTEST_SKIP() << "this build has no simulator";
+#else
+  kl::DeviceSet set = kl::open_devices({Backend::sim});
+  int rungs = 0;
+  uint64_t seed = 7;
+  for (const Op& op : kl::registry()) {
+    for (const Variant& v : op.variants)
+      if (v.backend == Backend::cuda) {
+        EXPECT_TRUE(static_cast<bool>(v.sim_run)) << op.name << " " << v.name << " has no simulator build";
+        ++rungs;
+      }
+    for (const kl::CheckTally& t : kl::check_op(op, set, seed)) {
+      EXPECT_EQ(t.backend, "sim");
+      EXPECT_EQ(t.failed, 0) << op.name << " " << t.variant << " " << t.dtype << ": " << t.first_failure;
+      EXPECT_GT(t.passed + t.unsupported, 0);
+    }
+  }
+  EXPECT_GT(rungs, 0);
+#endif
 }
 
 // ---------------------------------------------------------------------------------------------

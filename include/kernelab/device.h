@@ -36,6 +36,7 @@ class Device {
   virtual size_t last_level_cache_bytes() const = 0;
   virtual Ceilings ceilings(DType t) = 0;
   virtual std::string clocks() const = 0;  // what the clocks were, as text
+  virtual bool times() const { return true; }  // false for the simulator: it checks, never times
 };
 
 // Devices present on this machine for the requested backends, with the reason for each absent

@@ -80,6 +80,9 @@ struct Variant {
   std::function<Reason(const Problem&)> supports = [](const Problem&) { return Reason{}; };
   std::function<size_t(const Problem&)> workspace_bytes = [](const Problem&) { return size_t{0}; };
   std::function<void(const Problem&, const Args&)> run;
+  // A CUDA rung built a second time for the SIMT simulator: the same source, run on the CPU.
+  std::function<void(const Problem&, const Args&)> sim_run;
+  bool runs_on(Backend b) const { return b == backend || (b == Backend::sim && sim_run); }
 };
 
 struct Op {

@@ -11,6 +11,13 @@ std::unique_ptr<Device> make_cuda_device(std::string& why) {
 }
 #endif
 
+#ifndef KERNELAB_HAVE_SIM_OPS
+std::unique_ptr<Device> make_sim_device(std::string& why) {
+  why = "this build has no simulator (it needs the CUDA toolkit's headers and Boost.Context)";
+  return nullptr;
+}
+#endif
+
 DeviceSet open_devices(const std::vector<Backend>& wanted) {
   DeviceSet set;
   for (Backend b : wanted) {
@@ -19,7 +26,7 @@ DeviceSet open_devices(const std::vector<Backend>& wanted) {
     switch (b) {
       case Backend::cpu: d = make_cpu_device(); break;
       case Backend::cuda: d = make_cuda_device(why); break;
-      case Backend::sim: why = "the SIMT simulator backend is not built yet"; break;
+      case Backend::sim: d = make_sim_device(why); break;
     }
     if (d) set.present.push_back(std::move(d));
     else set.absent.push_back(fmt::format("{}: {}", backend_name(b), why));

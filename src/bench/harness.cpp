@@ -67,9 +67,11 @@ Staged stage(const Op& op, const Variant& v, const Problem& p, Device& dev, uint
   return s;
 }
 
+// The variant's own build for its backend, or its simulator build on the sim device.
 void launch(const Variant& v, const Problem& p, Staged& s, Device& dev) {
   Args a{s.dev_in, s.dev_out, s.workspace, dev.stream()};
-  v.run(p, a);
+  if (dev.backend() == Backend::sim && v.backend != Backend::sim) v.sim_run(p, a);
+  else v.run(p, a);
 }
 
 // Compares outputs against the reference and checks guards and that inputs were not written.
@@ -77,7 +79,7 @@ CheckResult verify(const Op& op, const Variant& v, const Problem& p, Staged& s, 
   CheckResult r;
   r.problem = p;
   r.variant = v.name;
-  r.backend = v.backend;
+  r.backend = dev.backend();
   r.tolerance = op.tolerance(p);
   const auto& ref = *s.ref;
   for (size_t i = 0; i < s.dev_out.size(); ++i) {
@@ -113,55 +115,66 @@ CheckResult check_variant(const Op& op, const Variant& v, const Problem& p, Devi
     CheckResult r;
     r.problem = p;
     r.variant = v.name;
-    r.backend = v.backend;
+    r.backend = dev.backend();
     r.failure = "unsupported: " + *why;
     return r;
   }
   Staged s = stage(op, v, p, dev, seed);
   for (Tensor& t : s.dev_out) dev.poison(t);
-  launch(v, p, s, dev);
-  dev.synchronize();
+  try {
+    launch(v, p, s, dev);
+    dev.synchronize();
+  } catch (const RuntimeFailure& e) {  // a refused launch, a deadlock, a bad access: this case fails
+    CheckResult r;
+    r.problem = p;
+    r.variant = v.name;
+    r.backend = dev.backend();
+    r.tolerance = op.tolerance(p);
+    r.failure = e.what();
+    return r;
+  }
   return verify(op, v, p, s, dev);
 }
 
 std::vector<CheckTally> check_op(const Op& op, DeviceSet& devs, uint64_t& seed) {
   std::vector<CheckTally> tallies;
-  auto tally_of = [&](const Variant& v, DType t) -> CheckTally& {
+  auto tally_of = [&](const Variant& v, Backend b, DType t) -> CheckTally& {
     for (CheckTally& x : tallies)
-      if (x.variant == v.name && x.dtype == dtype_name(t)) return x;
+      if (x.variant == v.name && x.backend == backend_name(b) && x.dtype == dtype_name(t)) return x;
     CheckTally fresh;
     fresh.op = op.name;
     fresh.variant = v.name;
-    fresh.backend = backend_name(v.backend);
+    fresh.backend = backend_name(b);
     fresh.dtype = dtype_name(t);
     tallies.push_back(fresh);
     return tallies.back();
   };
-  for (const Problem& p : op.check_cases(op))
-    for (const Variant& v : op.variants) {
-      Device* dev = find_device(devs, v.backend);
-      if (!dev) continue;
-      CheckTally& t = tally_of(v, p.dtype);
-      if (auto why = v.supports(p)) {
-        ++t.unsupported;
-        t.skip_reason = *why;
-        continue;
+  for (auto& dev : devs.present)
+    for (const Problem& p : op.check_cases(op))
+      for (const Variant& v : op.variants) {
+        if (!v.runs_on(dev->backend())) continue;
+        CheckTally& t = tally_of(v, dev->backend(), p.dtype);
+        if (auto why = v.supports(p)) {
+          ++t.unsupported;
+          t.skip_reason = *why;
+          continue;
+        }
+        CheckResult r = check_variant(op, v, p, *dev, seed++);
+        t.worst = std::max(t.worst, r.max_rel_err);
+        t.tolerance = std::max(t.tolerance, r.tolerance);
+        if (r.passed) {
+          ++t.passed;
+        } else {
+          ++t.failed;
+          if (t.first_failure.empty()) t.first_failure = p.label() + ": " + r.failure;
+        }
       }
-      CheckResult r = check_variant(op, v, p, *dev, seed++);
-      t.worst = std::max(t.worst, r.max_rel_err);
-      t.tolerance = std::max(t.tolerance, r.tolerance);
-      if (r.passed) {
-        ++t.passed;
-      } else {
-        ++t.failed;
-        if (t.first_failure.empty()) t.first_failure = p.label() + ": " + r.failure;
-      }
-    }
   return tallies;
 }
 
 Point bench_variant(const Op& op, const Variant& v, const Problem& p, Device& dev, const BenchOptions& opt) {
   if (auto why = v.supports(p)) bad_input(fmt::format("variant {} does not support {}: {}", v.name, p.label(), *why));
+  if (!dev.times()) bad_input(fmt::format("{} checks correctness; it does not time", dev.name()));
   Staged s = stage(op, v, p, dev, 0x5EED ^ std::hash<std::string>{}(p.label()));
   for (Tensor& t : s.dev_out) dev.poison(t);
   launch(v, p, s, dev);

@@ -75,6 +75,7 @@ void add_bench(CLI::App& app) {
   sub->callback([] {
     const Op& op = find_op(f.op);
     Problem p = f.problem.problem(op);
+    if (f.backend == "sim") bad_input("the simulator (--backend sim) checks correctness; it does not time: use check --backend sim");
     DeviceSet devs = open_devices(wanted_backends(f.backend));
     if (devs.present.empty()) runtime_failure("backend " + devs.absent.front());
     std::vector<Point> points = run_points(op, p, f, devs);

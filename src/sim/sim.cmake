@@ -35,6 +35,24 @@ target_compile_definitions(kernelab_simrun PRIVATE
   KERNELAB_SIM_LIBRARY="$<TARGET_FILE:kernelab_sim>"
   KERNELAB_SIM_LINK_LIBS="${KERNELAB_BOOST_CONTEXT_LIB}")
 
+# The sim backend: kernelab's own CUDA rungs (src/ops/*/cuda/*.cu) built a second time, by the
+# host compiler with the simulator's header, plus the device that runs them.
+file(GLOB_RECURSE KERNELAB_RUNG_SOURCES CONFIGURE_DEPENDS ${CMAKE_SOURCE_DIR}/src/ops/*.cu)
+set(KERNELAB_SIM_RUNG_WRAPPERS)
+foreach(rung ${KERNELAB_RUNG_SOURCES})
+  file(RELATIVE_PATH rel ${CMAKE_SOURCE_DIR}/src/ops ${rung})
+  string(REPLACE "/" "_" flat ${rel})
+  set(wrapper ${CMAKE_BINARY_DIR}/sim_rungs/${flat}.cpp)
+  file(CONFIGURE OUTPUT ${wrapper} CONTENT "// Generated: src/ops/${rel} built for the simulator. Do not edit.\n#include \"${rung}\"\n")
+  list(APPEND KERNELAB_SIM_RUNG_WRAPPERS ${wrapper})
+endforeach()
+add_library(kernelab_simops STATIC ${KERNELAB_SIM_RUNG_WRAPPERS} ${KERNELAB_SIM_DIR}/device/sim_device.cpp)
+target_compile_options(kernelab_simops PRIVATE -include ${KERNELAB_SIM_DIR}/cuda_sim.h -O2 -Wall -Wextra)
+target_include_directories(kernelab_simops PRIVATE ${CMAKE_SOURCE_DIR}/include)
+target_link_libraries(kernelab_simops PUBLIC kernelab_sim kernelab_core)
+target_compile_definitions(kernelab_simops PUBLIC KERNELAB_HAVE_SIM_OPS=1)
+target_link_libraries(kernelab_core PUBLIC kernelab_simops)
+
 target_link_libraries(kernelab PRIVATE kernelab_simrun)
 target_compile_definitions(kernelab PRIVATE KERNELAB_HAVE_SIM=1)
 target_link_libraries(kernelab_tests PRIVATE kernelab_simrun)

@@ -34,6 +34,7 @@ Op make_transpose_op() {
   };
   op.tolerance = [](const Problem&) { return 0.0; };  // a copy: exact
   op.variants = transpose_cpu_variants();
+  for (Variant& v : transpose_gpu_variants()) op.variants.push_back(std::move(v));
   return op;
 }
 

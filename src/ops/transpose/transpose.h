@@ -6,4 +6,5 @@
 
 namespace kl {
 std::vector<Variant> transpose_cpu_variants();
+std::vector<Variant> transpose_gpu_variants();
 }  // namespace kl
