@@ -82,6 +82,10 @@ struct Variant {
   std::function<void(const Problem&, const Args&)> run;
   // A CUDA rung built a second time for the SIMT simulator: the same source, run on the CPU.
   std::function<void(const Problem&, const Args&)> sim_run;
+  // CUDA rungs: the source file (relative to src/ops) and the PTX instructions the rung claims
+  // to use (e.g. "ld.global.nc.v4", "shfl.sync"), which the static checks look for.
+  std::string source;
+  std::vector<std::string> ptx_claims;
   bool runs_on(Backend b) const { return b == backend || (b == Backend::sim && sim_run); }
 };
 

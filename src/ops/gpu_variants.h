@@ -37,11 +37,16 @@ struct GpuRung {
   const char* launcher;
 };
 
-inline Variant gpu_variant(std::string name, std::string note, GpuRung fns) {
+// A CUDA rung: its name, what it changes against the rung below, its launchers, its source
+// file under src/ops, and the PTX instructions it claims to use.
+inline Variant gpu_variant(std::string name, std::string note, GpuRung fns, std::string source,
+                           std::vector<std::string> ptx_claims = {}) {
   Variant v;
   v.name = std::move(name);
   v.backend = Backend::cuda;
   v.note = std::move(note);
+  v.source = std::move(source);
+  v.ptx_claims = std::move(ptx_claims);
   if (fns.cuda) {
     v.run = fns.cuda;
   } else {
