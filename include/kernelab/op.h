@@ -86,6 +86,9 @@ struct Variant {
   // to use (e.g. "ld.global.nc.v4", "shfl.sync"), which the static checks look for.
   std::string source;
   std::vector<std::string> ptx_claims;
+  // CUDA rungs: threads per block of the rung's main launch (its occupancy in `kernelab list`);
+  // 0 when the rung does not state it.
+  int threads_per_block = 0;
   bool runs_on(Backend b) const { return b == backend || (b == Backend::sim && sim_run); }
 };
 

@@ -38,15 +38,17 @@ struct GpuRung {
 };
 
 // A CUDA rung: its name, what it changes against the rung below, its launchers, its source
-// file under src/ops, and the PTX instructions it claims to use.
+// file under src/ops, the PTX instructions it claims to use (checked by tests/test_cuda_static.cpp),
+// and the threads per block of its main launch (0: not stated; its occupancy then stays unknown).
 inline Variant gpu_variant(std::string name, std::string note, GpuRung fns, std::string source,
-                           std::vector<std::string> ptx_claims = {}) {
+                           std::vector<std::string> ptx_claims = {}, int threads_per_block = 0) {
   Variant v;
   v.name = std::move(name);
   v.backend = Backend::cuda;
   v.note = std::move(note);
   v.source = std::move(source);
   v.ptx_claims = std::move(ptx_claims);
+  v.threads_per_block = threads_per_block;
   if (fns.cuda) {
     v.run = fns.cuda;
   } else {

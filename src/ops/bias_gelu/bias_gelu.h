@@ -6,4 +6,5 @@
 
 namespace kl {
 std::vector<Variant> bias_gelu_cpu_variants();
+std::vector<Variant> bias_gelu_gpu_variants();
 }  // namespace kl

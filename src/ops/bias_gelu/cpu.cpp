@@ -13,7 +13,8 @@ namespace {
 using cpu::from_float;
 using cpu::to_float;
 
-inline float gelu(float t) { return 0.5f * t * (1.0f + std::erf(t * 0.70710678118654752f)); }
+// erfc(-x) rather than 1 + erf(x): no cancellation for t << 0.
+inline float gelu(float t) { return 0.5f * t * std::erfc(-t * 0.70710678118654752f); }
 
 template <class T> void unfused(const Problem& p, const Args& a) {
   const int64_t rows = p.dim("rows"), cols = p.dim("cols");

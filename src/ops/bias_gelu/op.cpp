@@ -32,7 +32,7 @@ Op make_bias_gelu_op() {
     for (int64_t i = 0; i < rows; ++i)
       for (int64_t j = 0; j < cols; ++j) {
         const double t = x[i * cols + j] + b[j];
-        y[i * cols + j] = 0.5 * t * (1.0 + std::erf(t / std::sqrt(2.0)));
+        y[i * cols + j] = 0.5 * t * std::erfc(-t / std::sqrt(2.0));
       }
     return std::vector<std::vector<double>>{y};
   };
@@ -46,6 +46,7 @@ Op make_bias_gelu_op() {
   op.tolerance = [](const Problem& p) { return (p.dtype == DType::f32 ? 1 : 2) * default_tolerance(p.dtype); };
   op.error_per_row = false;  // elementwise: rows are not separate problems; gelu(t) ~ 0 for t << 0
   op.variants = bias_gelu_cpu_variants();
+  for (Variant& v : bias_gelu_gpu_variants()) op.variants.push_back(std::move(v));
   return op;
 }
 

@@ -77,6 +77,7 @@ Op make_norm_op(NormKind kind) {
   };
   op.tolerance = [](const Problem& p) { return default_tolerance(p.dtype); };
   op.variants = norm_cpu_variants(kind);
+  for (Variant& v : norm_gpu_variants(kind)) op.variants.push_back(std::move(v));
   return op;
 }
 }  // namespace

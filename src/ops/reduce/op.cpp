@@ -60,6 +60,7 @@ Op make_reduce_op() {
     return std::max(default_tolerance(DType::f32), 4 * std::sqrt(n) * 0x1p-24);
   };
   op.variants = reduce_cpu_variants();
+  for (Variant& v : reduce_gpu_variants()) op.variants.push_back(std::move(v));
   return op;
 }
 

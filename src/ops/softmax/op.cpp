@@ -55,6 +55,7 @@ Op make_softmax_op() {
   };
   op.tolerance = [](const Problem& p) { return default_tolerance(p.dtype); };
   op.variants = softmax_cpu_variants();
+  for (Variant& v : softmax_gpu_variants()) op.variants.push_back(std::move(v));
   return op;
 }
 

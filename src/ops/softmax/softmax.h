@@ -15,6 +15,11 @@ inline int64_t softmax_valid_cols(const Problem& p, int64_t row) {
   return std::clamp<int64_t>(row + cols - rows + 1, 0, cols);
 }
 
+// The most columns the warp-per-row CUDA rung (cuda_warp_vectorized) takes: a warp holds the
+// row in registers, 32 floats per lane.
+inline constexpr int kSoftmaxWarpMaxCols = 1024;
+
 std::vector<Variant> softmax_cpu_variants();
+std::vector<Variant> softmax_gpu_variants();
 
 }  // namespace kl

@@ -1,0 +1,66 @@
+// layernorm/rmsnorm v01: unfused, three kernels through memory: h = x + residual written out
+// (residual=1), row statistics (two-pass mean and variance, a block per row) into a workspace
+// of (mean, rstd) per row, then y elementwise. The baseline: the row is read three times from
+// HBM (four with the residual sum read back), three launches.
+#include "ops/norm/cuda/norm_common.cuh"
+
+namespace kl::KL_TARGET {
+
+namespace {
+using namespace norm;
+constexpr int kThreads = 256;  // a power of two: tree reductions
+
+template <class E> __global__ void residual_add(const E* __restrict__ x, const E* __restrict__ r, E* __restrict__ h, int64_t n) {
+  for (int64_t i = blockIdx.x * int64_t{blockDim.x} + threadIdx.x; i < n; i += int64_t{gridDim.x} * blockDim.x)
+    h[i] = from_f32<E>(to_f32(x[i]) + to_f32(r[i]));
+}
+
+// stats[2 row] = mean (0 for rmsnorm), stats[2 row + 1] = 1 / sqrt(mean((v - mean)^2) + eps).
+template <class E, bool kLayer> __global__ void row_stats(const E* __restrict__ v, float* __restrict__ stats, int cols, float eps) {
+  __shared__ float buf[kThreads];
+  const E* vr = v + static_cast<int64_t>(blockIdx.x) * cols;
+  float mean = 0;
+  if constexpr (kLayer) {
+    float sum = 0;
+    for (int j = threadIdx.x; j < cols; j += kThreads) sum += to_f32(vr[j]);
+    mean = block_reduce_smem(sum, Sum{}, buf) / cols;
+  }
+  float sq = 0;
+  for (int j = threadIdx.x; j < cols; j += kThreads) sq += (to_f32(vr[j]) - mean) * (to_f32(vr[j]) - mean);
+  sq = block_reduce_smem(sq, Sum{}, buf);
+  if (threadIdx.x == 0) {
+    stats[2 * blockIdx.x] = mean;
+    stats[2 * blockIdx.x + 1] = rsqrtf(sq / cols + eps);
+  }
+}
+
+// One thread per element of y (grid-stride over the flat index).
+template <class E, bool kLayer>
+__global__ void normalise(const E* __restrict__ v, const float* __restrict__ stats, Tensors<E> t) {
+  const int64_t n = static_cast<int64_t>(t.rows) * t.cols;
+  for (int64_t i = blockIdx.x * int64_t{blockDim.x} + threadIdx.x; i < n; i += int64_t{gridDim.x} * blockDim.x) {
+    const int64_t row = i / t.cols;
+    const int j = static_cast<int>(i % t.cols);
+    const float b = kLayer ? to_f32(t.beta[j]) : 0.0f;
+    t.y[i] = from_f32<E>((to_f32(v[i]) - stats[2 * row]) * stats[2 * row + 1] * to_f32(t.gamma[j]) + b);
+  }
+}
+
+template <class E, bool kLayer> void run(const Problem& p, const Args& a) {
+  const Tensors<E> t = tensors_of<E>(p, a, kLayer);
+  const int64_t n = static_cast<int64_t>(t.rows) * t.cols;
+  const unsigned flat_grid = grid_for(n, kThreads);
+  const E* v = t.x;  // the normalised values: x, or h = x + residual read back from memory
+  if (t.res) {
+    KL_LAUNCH(residual_add<E>, flat_grid, kThreads, 0, a.stream, t.x, t.res, t.h, n);
+    v = t.h;
+  }
+  float* stats = static_cast<float*>(a.workspace);
+  KL_LAUNCH((row_stats<E, kLayer>), t.rows, kThreads, 0, a.stream, v, stats, t.cols, t.eps);
+  KL_LAUNCH((normalise<E, kLayer>), flat_grid, kThreads, 0, a.stream, v, stats, t);
+}
+}  // namespace
+
+KL_NORM_LAUNCHERS(norm_v01_unfused)
+
+}  // namespace kl::KL_TARGET

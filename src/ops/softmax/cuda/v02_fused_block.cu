@@ -1,0 +1,42 @@
+// softmax v02: the three passes fused into one kernel, a block per row: max and sum are block
+// reductions in shared memory and stay on chip. Saves two launches and the workspace round
+// trip; x is still read three times, but a row's second and third reads follow its first
+// within one block, so they are mostly L2 hits rather than fresh HBM streams.
+#include "ops/softmax/cuda/softmax_common.cuh"
+
+namespace kl::KL_TARGET {
+
+namespace {
+using namespace softmax;
+constexpr int kThreads = 256;  // a power of two: tree reductions
+
+template <class E> __global__ void softmax_block(const E* __restrict__ x, E* __restrict__ y, Shape s) {
+  __shared__ float buf[kThreads];
+  const int row = blockIdx.x, valid = valid_cols(s, row);
+  const E* xr = x + static_cast<int64_t>(row) * s.cols;
+  E* yr = y + static_cast<int64_t>(row) * s.cols;
+
+  float m = -INFINITY;  // pass 1: the row's maximum of t = x * scale * log2(e)
+  for (int j = threadIdx.x; j < valid; j += kThreads) m = fmaxf(m, to_f32(xr[j]) * s.c);
+  m = block_reduce_smem(m, Max{}, buf);
+
+  float sum = 0;  // pass 2: sum of 2^(t - m)
+  for (int j = threadIdx.x; j < valid; j += kThreads) sum += exp2f(to_f32(xr[j]) * s.c - m);
+  const float inv = inv_or_zero(block_reduce_smem(sum, Sum{}, buf));
+
+  for (int j = threadIdx.x; j < s.cols; j += kThreads)  // pass 3: y, zeros where masked
+    yr[j] = from_f32<E>(j < valid ? exp2f(to_f32(xr[j]) * s.c - m) * inv : 0.0f);
+}
+
+template <class E> void run(const Problem& p, const Args& a) {
+  const Shape s = shape_of(p);
+  KL_LAUNCH(softmax_block<E>, s.rows, kThreads, 0, a.stream, static_cast<const E*>(a.in[0].data()),
+            static_cast<E*>(a.out[0].data()), s);
+}
+}  // namespace
+
+void softmax_v02_fused_block(const Problem& p, const Args& a) {
+  rowwise::with_element(p.dtype, [&](auto e) { run<decltype(e)>(p, a); });
+}
+
+}  // namespace kl::KL_TARGET

@@ -1,0 +1,111 @@
+// transpose v05: every global access is a 16-byte vector (4 fp32 or 8 16-bit elements). A thread
+// loads a VxV micro-tile as V row vectors, transposes it in registers and writes V vectors to
+// shared memory; the tile is read back a vector per thread and stored as rows of y: 4x (fp32)
+// or 8x (16-bit) fewer global load/store instructions than v04. Shared accesses are 16-byte and
+// conflict-free (XOR-swizzled 16-byte chunks). Edges and rows not 16-byte aligned: element-wise.
+#include <cstdint>
+
+#include "ops/gpu_rung.h"
+
+namespace kl::KL_TARGET {
+
+namespace {
+constexpr int kSide = 16;  // a 16x16-thread block, each thread a VxV micro-tile: a (16V)x(16V) tile
+
+template <int B> struct Bits;  // elements moved as raw bits, by their size in bytes
+template <> struct Bits<4> { using T = uint32_t; };
+template <> struct Bits<2> { using T = uint16_t; };
+
+// Element c of a 16-byte vector held as four 32-bit words.
+template <int B> __device__ __forceinline__ uint32_t element(const uint32_t (&w)[4], int c) {
+  if constexpr (B == 4) return w[c];
+  else return (w[c / 2] >> (16 * (c % 2))) & 0xffffu;
+}
+
+// 16-byte global accesses. A GPU faults on one that is not 16-byte aligned; the host does not,
+// so the simulator build checks, to catch what the hardware would.
+__device__ __forceinline__ void check16([[maybe_unused]] const void* p) {
+#ifdef KERNELAB_SIM
+  if (reinterpret_cast<uintptr_t>(p) % 16 != 0) kl::sim::detail::fault("misaligned 16-byte access", std::source_location::current());
+#endif
+}
+
+// Tile row r holds 16 chunks of V elements; chunk q sits at slot q ^ swizzle(r), so the 8
+// threads of a quarter-warp (one 16-byte access each) hit 8 different groups of 4 banks.
+template <int V> __device__ __forceinline__ int swizzle(int r) { return (r / V) % 8; }
+
+template <int B>
+__global__ void __launch_bounds__(kSide * kSide)
+    transpose_vectorized(const typename Bits<B>::T* __restrict__ x, typename Bits<B>::T* __restrict__ y, int rows, int cols) {
+  using E = typename Bits<B>::T;
+  constexpr int V = 16 / B, kTile = kSide * V;  // elements per vector; tile side (64 fp32, 128 16-bit)
+  __shared__ uint4 tile[kTile][kSide];          // row c: column j0 + c of x (row j0 + c of y), 16 chunks
+  const int tx = threadIdx.x % kSide, ty = threadIdx.x / kSide;
+  const int i0 = blockIdx.y * kTile, j0 = blockIdx.x * kTile;
+  const bool x16 = reinterpret_cast<uintptr_t>(x) % 16 == 0, y16 = reinterpret_cast<uintptr_t>(y) % 16 == 0;
+
+  // 1. The micro-tile: rows i0 + V*ty + r of x, columns j0 + V*tx .. + V-1, as 4 words per row.
+  uint32_t m[V][4];
+  const int j = j0 + V * tx;
+#pragma unroll
+  for (int r = 0; r < V; ++r) {
+    const int i = i0 + V * ty + r;
+    const int64_t at = static_cast<int64_t>(i) * cols + j;
+    if (i < rows && j + V <= cols && x16 && at % V == 0) {
+      check16(x + at);
+      const uint4 q = __ldg(reinterpret_cast<const uint4*>(x + at));
+      m[r][0] = q.x, m[r][1] = q.y, m[r][2] = q.z, m[r][3] = q.w;
+    } else {
+#pragma unroll
+      for (int w = 0; w < 4; ++w) m[r][w] = 0;
+#pragma unroll
+      for (int c = 0; c < V; ++c)
+        if (i < rows && j + c < cols) m[r][c * B / 4] |= static_cast<uint32_t>(x[at + c]) << (8 * B * c % 32);
+    }
+  }
+  // 2. Transposed in registers: tile row V*tx + c gets, as chunk ty, column c of the micro-tile.
+#pragma unroll
+  for (int c = 0; c < V; ++c) {
+    uint32_t w[4];
+#pragma unroll
+    for (int k = 0; k < 4; ++k) {
+      if constexpr (B == 4) w[k] = m[k][c];
+      else w[k] = element<2>(m[2 * k], c) | element<2>(m[2 * k + 1], c) << 16;
+    }
+    const int r = V * tx + c;
+    tile[r][ty ^ swizzle<V>(r)] = make_uint4(w[0], w[1], w[2], w[3]);
+  }
+  __syncthreads();
+  // 3. Rows of y: row j0 + r, columns i0 + V*tx .. + V-1, one vector per thread and row.
+  for (int r = ty; r < kTile && j0 + r < cols; r += kSide) {
+    const int i = i0 + V * tx;
+    const uint4 q = tile[r][tx ^ swizzle<V>(r)];
+    const int64_t at = static_cast<int64_t>(j0 + r) * rows + i;
+    if (i + V <= rows && y16 && at % V == 0) {
+      check16(y + at);
+      *reinterpret_cast<uint4*>(y + at) = q;
+    } else {
+      const uint32_t w[4] = {q.x, q.y, q.z, q.w};
+#pragma unroll
+      for (int c = 0; c < V; ++c)
+        if (i + c < rows) y[at + c] = static_cast<E>(element<B>(w, c));
+    }
+  }
+}
+
+template <int B> void run(const Problem& p, const Args& a) {
+  using E = typename Bits<B>::T;
+  constexpr int kTile = kSide * 16 / B;
+  const int rows = static_cast<int>(p.dim("rows")), cols = static_cast<int>(p.dim("cols"));
+  const dim3 grid((cols + kTile - 1) / kTile, (rows + kTile - 1) / kTile);
+  KL_LAUNCH(transpose_vectorized<B>, grid, dim3(kSide * kSide), 0, a.stream, static_cast<const E*>(a.in[0].data()),
+            static_cast<E*>(a.out[0].data()), rows, cols);
+}
+}  // namespace
+
+void transpose_v05_vectorized(const Problem& p, const Args& a) {
+  if (dtype_bits(p.dtype) == 32) run<4>(p, a);
+  else run<2>(p, a);
+}
+
+}  // namespace kl::KL_TARGET
