@@ -6,6 +6,8 @@
 #include <sstream>
 
 #include "kernelab/error.h"
+#include "kernelab/op.h"
+#include "report/cuda_variants.h"
 #include "report/report.h"
 
 namespace fs = std::filesystem;
@@ -173,6 +175,116 @@ TEST_F(ReportTest, SkipsPointsWithoutFlopsOrTime) {
 
 TEST(Report, UnwritableDirectoryThrowsRuntimeFailure) {
   EXPECT_THROW(kl::write_report(make_report(), "/proc/kernelab-nope"), kl::RuntimeFailure);
+}
+
+}  // namespace
+
+// --- the CUDA variants section: simulator, resources, GPU verification from results files ---
+
+namespace {
+
+const kl::CudaVariantRow* find_row(const std::vector<kl::CudaVariantRow>& rows, const std::string& op,
+                                   const std::string& variant) {
+  for (const auto& r : rows)
+    if (r.op == op && r.variant == variant) return &r;
+  return nullptr;
+}
+
+// The first registered CUDA variant (the report lists every one).
+std::pair<std::string, std::string> some_cuda_variant() {
+  for (const kl::Op& op : kl::registry())
+    for (const kl::Variant& v : op.variants)
+      if (v.backend == kl::Backend::cuda) return {op.name, v.name};
+  return {};
+}
+
+TEST_F(ReportTest, CudaVariantNotYetRunOnAGpuWithoutResults) {
+  const auto [op, variant] = some_cuda_variant();
+  if (op.empty()) GTEST_SKIP() << "no CUDA variant registered";
+  fs::create_directories(dir / "results" / "h200");  // a GPU folder with no file
+  kl::CheckTally t;
+  t.op = op, t.variant = variant, t.backend = "sim", t.dtype = "fp32", t.passed = 7;
+  const auto rows = kl::cuda_variant_rows({t}, "", (dir / "results").string());
+  const kl::CudaVariantRow* r = find_row(rows, op, variant);
+  ASSERT_NE(r, nullptr);
+  EXPECT_EQ(r->gpu, "not yet run on a GPU");
+  EXPECT_FALSE(r->gpu_verified);
+  EXPECT_EQ(r->simulator, "passes in the simulator (7 of 7 checks)");
+  EXPECT_TRUE(r->sim_passed);
+  EXPECT_FALSE(r->resources.empty());
+  for (const auto& other : rows)
+    if (other.variant != variant) EXPECT_NE(other.simulator.find("not checked"), std::string::npos) << other.simulator;
+}
+
+TEST_F(ReportTest, CudaVariantVerifiedByAResultsFilePoint) {
+  const auto [op, variant] = some_cuda_variant();
+  if (op.empty()) GTEST_SKIP() << "no CUDA variant registered";
+  fs::create_directories(dir / "results" / "h200");
+  fs::create_directories(dir / "results" / "cpu");
+  nlohmann::json gpu_point = {{"op", op}, {"variant", variant}, {"backend", "cuda"}, {"device", "NVIDIA H200 (fake)"}};
+  std::ofstream(dir / "results" / "h200" / "2026-01-02-abc.json") << nlohmann::json{{"points", {gpu_point}}}.dump();
+  gpu_point["device"] = "test-cpu";
+  gpu_point["backend"] = "sim";  // a simulator point verifies nothing
+  std::ofstream(dir / "results" / "cpu" / "2026-03-04-def.json") << nlohmann::json{{"points", {gpu_point}}}.dump();
+  std::ofstream(dir / "results" / "cpu" / "broken.json") << "{not json";
+  kl::CheckTally t;
+  t.op = op, t.variant = variant, t.backend = "sim", t.dtype = "fp32", t.passed = 3, t.failed = 1;
+  t.first_failure = "rows=7: max rel err 1";
+  std::vector<std::string> notes;
+  const auto rows = kl::cuda_variant_rows({t}, "", (dir / "results").string(), &notes);
+  const kl::CudaVariantRow* r = find_row(rows, op, variant);
+  ASSERT_NE(r, nullptr);
+  EXPECT_TRUE(r->gpu_verified);
+  EXPECT_EQ(r->gpu_device, "NVIDIA H200 (fake)");
+  EXPECT_EQ(r->gpu_date, "2026-01-02");
+  EXPECT_NE(r->gpu.find("verified on NVIDIA H200 (fake) at 2026-01-02 ("), std::string::npos) << r->gpu;
+  EXPECT_NE(r->gpu.find("2026-01-02-abc.json)"), std::string::npos) << r->gpu;
+  EXPECT_FALSE(r->sim_passed);
+  EXPECT_NE(r->simulator.find("FAILED"), std::string::npos) << r->simulator;
+  ASSERT_EQ(notes.size(), 1u);
+  EXPECT_NE(notes[0].find("broken.json"), std::string::npos) << notes[0];
+
+  // The report's three files carry the section.
+  kl::ReportData data = make_report();
+  data.cuda_variants = rows;
+  data.cuda_notes = notes;
+  kl::write_report(data, (dir / "out").string());
+  const std::string md = slurp(dir / "out" / "report.md");
+  EXPECT_NE(md.find("## CUDA variants"), std::string::npos) << md;
+  EXPECT_NE(md.find("verified on NVIDIA H200 (fake)"), std::string::npos) << md;
+  EXPECT_NE(slurp(dir / "out" / "index.html").find("<h2>CUDA variants</h2>"), std::string::npos);
+  const auto j = nlohmann::json::parse(slurp(dir / "out" / "results.json"));
+  ASSERT_EQ(j.at("cuda_variants").size(), rows.size());
+  bool seen = false;
+  for (const auto& c : j.at("cuda_variants")) {
+    EXPECT_TRUE(c.contains("resources"));
+    EXPECT_TRUE(c.contains("static"));
+    if (c.at("op") == op && c.at("variant") == variant) {
+      seen = true;
+      EXPECT_EQ(c.at("gpu_verified"), true);
+      EXPECT_EQ(c.at("gpu").at("device"), "NVIDIA H200 (fake)");
+      EXPECT_EQ(c.at("gpu").at("date"), "2026-01-02");
+    } else {
+      EXPECT_EQ(c.at("gpu_status"), "not yet run on a GPU");
+      EXPECT_TRUE(c.at("gpu").is_null());
+    }
+  }
+  EXPECT_TRUE(seen);
+}
+
+TEST(Report, GpuVerificationPrefersGeneratedAtAndTheNewestFile) {
+  const fs::path d = fs::temp_directory_path() / ("kernelab-gpu-verif-" + std::to_string(getpid()));
+  fs::create_directories(d / "h200");
+  const nlohmann::json p = {{"op", "o"}, {"variant", "v"}, {"backend", "cuda"}};
+  std::ofstream(d / "h200" / "a.json") << nlohmann::json{{"generated_at", "2026-05-01T00:00:00Z"}, {"points", {p}}}.dump();
+  std::ofstream(d / "h200" / "b.json") << nlohmann::json{{"generated_at", "2026-04-01T00:00:00Z"}, {"points", {p}}}.dump();
+  const auto found = kl::gpu_verifications(d.string());
+  ASSERT_EQ(found.count("o/v"), 1u);
+  EXPECT_EQ(found.at("o/v").date, "2026-05-01T00:00:00Z");
+  EXPECT_EQ(found.at("o/v").device, "h200");  // no device in the point: the folder names the GPU
+  EXPECT_NE(found.at("o/v").file.find("a.json"), std::string::npos);
+  EXPECT_TRUE(kl::gpu_verifications((d / "nope").string()).empty());
+  fs::remove_all(d);
 }
 
 }  // namespace

@@ -2,6 +2,7 @@
 #include <nlohmann/json.hpp>
 
 #include "cli/common.h"
+#include "ops/gpu_resources.h"
 
 namespace kl::cli {
 
@@ -13,8 +14,11 @@ void add_list(CLI::App& app) {
     nlohmann::json ops = nlohmann::json::array();
     for (const Op& op : registry()) {
       nlohmann::json vs = nlohmann::json::array();
-      for (const Variant& v : op.variants)
-        vs.push_back({{"name", v.name}, {"backend", backend_name(v.backend)}, {"peer", v.peer}, {"note", v.note}});
+      for (const Variant& v : op.variants) {
+        nlohmann::json j = {{"name", v.name}, {"backend", backend_name(v.backend)}, {"peer", v.peer}, {"note", v.note}};
+        if (v.backend == Backend::cuda) j.update(variant_static_json(v));  // resources, occupancy (gpu_resources.h)
+        vs.push_back(j);
+      }
       nlohmann::json dims = nlohmann::json::array(), opts = nlohmann::json::array(), dtypes = nlohmann::json::array();
       for (const DimSpec& d : op.dims) dims.push_back({{"name", d.name}, {"default", d.default_value}, {"help", d.help}});
       for (const OptSpec& o : op.opts)
@@ -29,8 +33,10 @@ void add_list(CLI::App& app) {
     }
     for (const Op& op : registry()) {
       fmt::print("{}: {}\n", op.name, op.summary);
-      for (const Variant& v : op.variants)
+      for (const Variant& v : op.variants) {
         fmt::print("  {:<16} {:<5} {}{}\n", v.name, backend_name(v.backend), v.peer ? "[peer] " : "", v.note);
+        if (v.backend == Backend::cuda) fmt::print("  {:<22} {}\n", "", variant_resources_line(v));
+      }
     }
   });
 }

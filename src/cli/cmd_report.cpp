@@ -4,6 +4,7 @@
 
 #include "cli/common.h"
 #include "kernelab/probe.h"
+#include "report/cuda_variants.h"
 #include "report/report.h"
 
 namespace kl::cli {
@@ -21,8 +22,10 @@ void add_report(CLI::App& app) {
   auto* sub = app.add_subcommand("report", "check and benchmark the default suite on every backend present; write the report");
   static std::string out = "report";
   static double max_seconds = 0.3;
+  static std::string results_dir = default_results_dir();
   sub->add_option("--out", out, "output folder (index.html, report.md, results.json)");
   sub->add_option("--max-seconds", max_seconds, "timing budget per point")->check(CLI::PositiveNumber);
+  sub->add_option("--results", results_dir, "committed GPU results (<gpu>/*.json) that mark CUDA variants verified");
   sub->callback([] {
     ReportData r;
     r.generated_at = utc_now();
@@ -37,6 +40,7 @@ void add_report(CLI::App& app) {
     std::set<std::pair<std::string, std::string>> roofs_done;
     uint64_t seed = 1;
     bool all_passed = true;
+    std::vector<CheckTally> tallies;  // every check, for the CUDA variants section
     for (const Op& op : registry()) {
       int passed = 0, failed = 0;
       for (const CheckTally& t : check_op(op, devs, seed)) {
@@ -44,6 +48,7 @@ void add_report(CLI::App& app) {
         failed += t.failed;
         all_passed = all_passed && t.failed == 0;
         if (t.failed) r.check_summary.push_back(fmt::format("{} {} {} FAILED: {}", op.name, t.variant, t.dtype, t.first_failure));
+        tallies.push_back(t);
       }
       r.check_summary.push_back(fmt::format("{}: {} of {} checks passed (every variant, the sweep of shapes and dtypes "
                                             "of `kernelab check {}`)", op.name, passed, passed + failed, op.name));
@@ -61,6 +66,10 @@ void add_report(CLI::App& app) {
         }
       }
     }
+    std::string sim_absent;
+    for (const std::string& a : devs.absent)
+      if (a.rfind("sim:", 0) == 0) sim_absent = a;
+    r.cuda_variants = cuda_variant_rows(tallies, sim_absent, results_dir, &r.cuda_notes);
     write_report(r, out);
     fmt::print("wrote {0}/index.html, {0}/report.md, {0}/results.json ({1} points)\n", out, r.points.size());
     for (const std::string& a : devs.absent) fmt::print("not run: {}\n", a);

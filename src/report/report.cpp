@@ -57,9 +57,25 @@ nlohmann::json report_to_json(const ReportData& r) {
                      {"bandwidth_source", f.bandwidth_source}});
   nlohmann::json points = nlohmann::json::array();
   for (const Point& p : r.points) points.push_back(point_to_json(p));
+  nlohmann::json cuda = nlohmann::json::array();
+  for (const CudaVariantRow& c : r.cuda_variants) {
+    nlohmann::json gpu = nullptr;
+    if (c.gpu_verified) gpu = {{"device", c.gpu_device}, {"date", c.gpu_date}, {"file", c.gpu_file}};
+    cuda.push_back({{"op", c.op},
+                    {"variant", c.variant},
+                    {"source", c.source},
+                    {"simulator", c.simulator},
+                    {"sim_passed", c.sim_passed},
+                    {"resources", c.resources},
+                    {"static", c.static_info},
+                    {"gpu_verified", c.gpu_verified},
+                    {"gpu", gpu},
+                    {"gpu_status", c.gpu}});
+  }
   return {{"generated_at", r.generated_at},  {"commit", r.commit}, {"host", r.host},
           {"absent_backends", r.absent_backends}, {"check_summary", r.check_summary},
-          {"roofs", roofs},                  {"points", points}};
+          {"roofs", roofs},                  {"points", points},
+          {"cuda_variants", cuda},           {"cuda_notes", r.cuda_notes}};
 }
 
 namespace {
@@ -157,6 +173,14 @@ std::string markdown(const ReportData& r, const std::vector<Ladder>& ladders) {
   for (const auto& a : r.absent_backends) md += "- " + absent_line(a) + "\n";
   md += "\n## Correctness checks\n\n";
   for (const auto& c : r.check_summary) md += "- " + c + "\n";
+  md += "\n## CUDA variants\n\n";
+  if (r.cuda_variants.empty()) md += "None registered.\n";
+  else md += "| op | variant | simulator | resources | GPU |\n|---|---|---|---|---|\n";
+  for (const CudaVariantRow& c : r.cuda_variants)
+    md += fmt::format("| {} | {} | {} | {} | {} |\n", md_escape(c.op), md_escape(c.variant), md_escape(c.simulator),
+                      md_escape(c.resources), md_escape(c.gpu));
+  if (!r.cuda_notes.empty()) md += "\n";
+  for (const auto& n : r.cuda_notes) md += fmt::format("- {}\n", n);
   md += "\n## Roofs\n\n";
   for (const Roof& f : r.roofs) md += "- " + roof_line(f) + "\n";
   for (const Ladder& L : ladders) {
@@ -237,6 +261,7 @@ std::string roofline_svg(const Roof& f, const std::vector<const Point*>& pts, co
 const char* kStyle = R"(body{font-family:system-ui,sans-serif;margin:2em;color:#222;max-width:1200px}
 table{border-collapse:collapse;margin:0.5em 0 2em}th,td{border:1px solid #ccc;padding:3px 8px;text-align:right}
 td:first-child,td:last-child,th:first-child,th:last-child{text-align:left}th{background:#f3f3f3}
+table.text td{text-align:left}
 .absent{background:#fff4e5;border:1px solid #f0b35a;padding:0.5em 1em}figure{margin:1em 0 2em}
 svg text{font-size:11px}.plot{fill:#fcfcfc;stroke:#999}.grid{stroke:#e4e4e4}
 .roof{fill:none;stroke:#333;stroke-width:2}.ridge{fill:#333}circle{stroke:#222;fill-opacity:0.8})";
@@ -253,7 +278,15 @@ std::string html(const ReportData& r, const std::vector<Ladder>& ladders) {
   }
   h += "<h2>Correctness checks</h2><ul>\n";
   for (const auto& c : r.check_summary) h += "<li>" + html_escape(c) + "</li>\n";
-  h += "</ul>\n<h2>Rooflines</h2>\n";
+  h += "</ul>\n<h2>CUDA variants</h2>\n";
+  if (r.cuda_variants.empty()) h += "<p>None registered.</p>\n";
+  else h += "<table class=\"text\"><tr><th>op</th><th>variant</th><th>simulator</th><th>resources</th><th>GPU</th></tr>\n";
+  for (const CudaVariantRow& c : r.cuda_variants)
+    h += fmt::format("<tr><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td></tr>\n", html_escape(c.op),
+                     html_escape(c.variant), html_escape(c.simulator), html_escape(c.resources), html_escape(c.gpu));
+  if (!r.cuda_variants.empty()) h += "</table>\n";
+  for (const auto& n : r.cuda_notes) h += "<p>" + html_escape(n) + "</p>\n";
+  h += "<h2>Rooflines</h2>\n";
   std::map<std::string, int> colour;  // one colour per op, the same in every chart
   for (const Point& p : r.points) colour.emplace(p.op, static_cast<int>(colour.size()));
   for (const Roof& f : r.roofs) {

@@ -17,12 +17,26 @@ struct Roof {
   std::string flops_source, bandwidth_source;
 };
 
+// One CUDA rung in the report: simulator result, static resources, GPU verification.
+struct CudaVariantRow {
+  std::string op, variant, source;
+  std::string simulator;  // "passes in the simulator (24 of 24 checks)", "FAILED ...", "not run ..."
+  bool sim_passed = false;
+  std::string resources;      // "sm_90a: 28 registers, 4096 B smem, no spills" or why not known
+  nlohmann::json static_info;  // variant_static_json: registers, smem_bytes, spill_bytes, kernels, ...
+  bool gpu_verified = false;
+  std::string gpu_device, gpu_date, gpu_file;  // set when verified
+  std::string gpu;  // "verified on <gpu> at <date> (<file>)" or "not yet run on a GPU"
+};
+
 struct ReportData {
   std::string generated_at, commit, host;
   std::vector<Point> points;
   std::vector<Roof> roofs;
   std::vector<std::string> absent_backends;  // "cuda: no CUDA device found ..."
   std::vector<std::string> check_summary;    // one line per op: "gemm: 312/312 cases passed"
+  std::vector<CudaVariantRow> cuda_variants;  // every registered CUDA rung (report/cuda_variants.h)
+  std::vector<std::string> cuda_notes;        // unreadable results files, missing static facts
 };
 
 nlohmann::json point_to_json(const Point& p);  // the design's keys plus the extras

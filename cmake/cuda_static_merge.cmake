@@ -1,0 +1,30 @@
+# Gathers the rungs' fragments (cmake/cuda_static_rung.cmake) into one file, run at build time:
+#   cmake -DFRAGMENTS=a.json|b.json -DOUT=/abs/cuda_static.json -DNVCC=… -DARCHS=sm_80|sm_90a
+#         -DPTX_ARCH=sm_90a -P cuda_static_merge.cmake
+# OUT: {"nvcc": version line, "archs": [...], "ptx_arch": …, "sources": {REL: fragment}}.
+cmake_minimum_required(VERSION 3.24)
+string(REPLACE "|" ";" FRAGMENTS "${FRAGMENTS}")
+string(REPLACE "|" ";" ARCHS "${ARCHS}")
+
+execute_process(COMMAND ${NVCC} --version OUTPUT_VARIABLE version)
+string(REGEX MATCH "release [^\n]*" version "${version}")
+set(archs "[]")
+set(i 0)
+foreach(arch ${ARCHS})
+  string(JSON archs SET "${archs}" ${i} "\"${arch}\"")
+  math(EXPR i "${i} + 1")
+endforeach()
+set(sources "{}")
+foreach(fragment ${FRAGMENTS})
+  file(READ ${fragment} f)
+  string(JSON rel GET "${f}" source)
+  string(JSON sources SET "${sources}" "${rel}" "${f}")
+endforeach()
+set(json "{}")
+string(JSON json SET "${json}" generator "\"cmake/cuda_static.cmake\"")
+string(JSON json SET "${json}" nvcc "\"${version}\"")
+string(JSON json SET "${json}" archs "${archs}")
+string(JSON json SET "${json}" ptx_arch "\"${PTX_ARCH}\"")
+string(JSON json SET "${json}" sources "${sources}")
+file(WRITE ${OUT}.tmp "${json}\n")
+file(RENAME ${OUT}.tmp ${OUT})

@@ -1,0 +1,129 @@
+#include "report/cuda_variants.h"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <filesystem>
+#include <fstream>
+#include <regex>
+
+#include "ops/gpu_resources.h"
+
+namespace fs = std::filesystem;
+
+namespace kl {
+
+namespace {
+
+// The file's path relative to the source tree when it lies there ("bench/results/h200/x.json").
+std::string display_path(const fs::path& file) {
+#ifdef KERNELAB_SOURCE_DIR
+  std::error_code ec;
+  fs::path rel = fs::relative(file, KERNELAB_SOURCE_DIR, ec);
+  if (!ec && !rel.empty() && *rel.begin() != "..") return rel.string();
+#endif
+  return file.string();
+}
+
+// When the file's results were made: its generated_at, else the YYYY-MM-DD its name starts with.
+std::string results_date(const nlohmann::json& j, const fs::path& file) {
+  if (j.is_object() && j.contains("generated_at") && j["generated_at"].is_string()) return j["generated_at"];
+  std::smatch m;
+  const std::string name = file.filename().string();
+  if (std::regex_search(name, m, std::regex("^\\d{4}-\\d{2}-\\d{2}"))) return m.str();
+  return "an unknown date";
+}
+
+std::string sim_line(const std::vector<const CheckTally*>& ts, const Variant& v, const std::string& sim_absent,
+                     bool& passed) {
+  int ok = 0, failed = 0, unsupported = 0;
+  std::string first_failure, skip_reason;
+  for (const CheckTally* t : ts) {
+    ok += t->passed, failed += t->failed, unsupported += t->unsupported;
+    if (first_failure.empty()) first_failure = t->first_failure;
+    if (skip_reason.empty()) skip_reason = t->skip_reason;
+  }
+  passed = failed == 0 && ok > 0;
+  if (failed) return fmt::format("FAILED in the simulator: {} of {} checks ({})", failed, ok + failed, first_failure);
+  if (ok) return fmt::format("passes in the simulator ({} of {} checks)", ok, ok);
+  if (unsupported) return fmt::format("not checked in the simulator: no case supported ({})", skip_reason);
+  if (!v.sim_run) return "not checked in the simulator: this build has no simulator version of the rung";
+  if (!sim_absent.empty()) return "not checked in the simulator: " + sim_absent;
+  return "not checked in the simulator";
+}
+
+}  // namespace
+
+std::string default_results_dir() {
+#ifdef KERNELAB_SOURCE_DIR
+  return std::string(KERNELAB_SOURCE_DIR) + "/bench/results";
+#else
+  return "bench/results";
+#endif
+}
+
+std::map<std::string, GpuVerification> gpu_verifications(const std::string& results_dir,
+                                                         std::vector<std::string>* warnings) {
+  std::map<std::string, GpuVerification> found;
+  std::error_code ec;
+  if (!fs::is_directory(results_dir, ec)) return found;
+  std::vector<fs::path> files;  // RESULTS_DIR/<gpu>/*.json, sorted so later names win ties
+  for (const auto& gpu_dir : fs::directory_iterator(results_dir, ec))
+    if (gpu_dir.is_directory())
+      for (const auto& f : fs::directory_iterator(gpu_dir.path(), ec))
+        if (f.is_regular_file() && f.path().extension() == ".json") files.push_back(f.path());
+  std::sort(files.begin(), files.end());
+  for (const fs::path& file : files) {
+    nlohmann::json j;
+    try {
+      std::ifstream in(file);
+      j = nlohmann::json::parse(in);
+    } catch (const std::exception& e) {
+      if (warnings) warnings->push_back(fmt::format("{}: not read ({})", display_path(file), e.what()));
+      continue;
+    }
+    if (!j.is_object() || !j.contains("points") || !j["points"].is_array()) continue;
+    const std::string date = results_date(j, file);
+    for (const auto& p : j["points"]) {
+      if (!p.is_object() || p.value("backend", "") != "cuda") continue;
+      const std::string key = p.value("op", "") + "/" + p.value("variant", "");
+      auto it = found.find(key);
+      if (it != found.end() && it->second.date > date) continue;
+      found[key] = {p.value("device", file.parent_path().filename().string()), date, display_path(file)};
+    }
+  }
+  return found;
+}
+
+std::vector<CudaVariantRow> cuda_variant_rows(const std::vector<CheckTally>& tallies, const std::string& sim_absent,
+                                              const std::string& results_dir, std::vector<std::string>* notes) {
+  const auto verified = gpu_verifications(results_dir, notes);
+  std::vector<CudaVariantRow> rows;
+  for (const Op& op : registry())
+    for (const Variant& v : op.variants) {
+      if (v.backend != Backend::cuda) continue;
+      CudaVariantRow r;
+      r.op = op.name;
+      r.variant = v.name;
+      r.source = v.source;
+      std::vector<const CheckTally*> ts;
+      for (const CheckTally& t : tallies)
+        if (t.op == op.name && t.variant == v.name && t.backend == "sim") ts.push_back(&t);
+      r.simulator = sim_line(ts, v, sim_absent, r.sim_passed);
+      r.resources = variant_resources_line(v);
+      r.static_info = variant_static_json(v);
+      if (auto it = verified.find(op.name + "/" + v.name); it != verified.end()) {
+        r.gpu_verified = true;
+        r.gpu_device = it->second.device;
+        r.gpu_date = it->second.date;
+        r.gpu_file = it->second.file;
+        r.gpu = fmt::format("verified on {} at {} ({})", r.gpu_device, r.gpu_date, r.gpu_file);
+      } else {
+        r.gpu = "not yet run on a GPU";
+      }
+      rows.push_back(std::move(r));
+    }
+  return rows;
+}
+
+}  // namespace kl
