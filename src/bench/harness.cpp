@@ -8,9 +8,11 @@
 #include <fmt/format.h>
 #include <memory>
 #include <numeric>
+#include <optional>
 
 #include "kernelab/error.h"
 #include "kernelab/rng.h"
+#include "trace/nvtx.h"
 
 namespace kl {
 
@@ -69,6 +71,7 @@ Staged stage(const Op& op, const Variant& v, const Problem& p, Device& dev, uint
 
 // The variant's own build for its backend, or its simulator build on the sim device.
 void launch(const Variant& v, const Problem& p, Staged& s, Device& dev) {
+  NvtxRange range(v.name.c_str());  // every launch, named by its rung
   Args a{s.dev_in, s.dev_out, s.workspace, dev.stream()};
   if (dev.backend() == Backend::sim && v.backend != Backend::sim) v.sim_run(p, a);
   else v.run(p, a);
@@ -119,6 +122,7 @@ CheckResult check_variant(const Op& op, const Variant& v, const Problem& p, Devi
     r.failure = "unsupported: " + *why;
     return r;
   }
+  NvtxRange range(fmt::format("check {} {} {}", op.name, v.name, p.label()));
   Staged s = stage(op, v, p, dev, seed);
   for (Tensor& t : s.dev_out) dev.poison(t);
   try {
@@ -175,6 +179,9 @@ std::vector<CheckTally> check_op(const Op& op, DeviceSet& devs, uint64_t& seed) 
 Point bench_variant(const Op& op, const Variant& v, const Problem& p, Device& dev, const BenchOptions& opt) {
   if (auto why = v.supports(p)) bad_input(fmt::format("variant {} does not support {}: {}", v.name, p.label(), *why));
   if (!dev.times()) bad_input(fmt::format("{} checks correctness; it does not time", dev.name()));
+  // NVTX: the benchmark as one range, its phases nested (an Nsight Systems timeline reads by rung).
+  NvtxRange range(fmt::format("bench {} {} {} {}", op.name, v.name, p.label(), dtype_name(p.dtype)));
+  std::optional<NvtxRange> phase(std::in_place, "stage and verify");
   Staged s = stage(op, v, p, dev, 0x5EED ^ std::hash<std::string>{}(p.label()));
   for (Tensor& t : s.dev_out) dev.poison(t);
   launch(v, p, s, dev);
@@ -182,9 +189,13 @@ Point bench_variant(const Op& op, const Variant& v, const Problem& p, Device& de
   CheckResult c = verify(op, v, p, s, dev);
   if (!c.passed) runtime_failure(fmt::format("{} {} {}: wrong result, not timed: {}", op.name, v.name, p.label(), c.failure));
 
+  phase.reset();
+  phase.emplace("warm-up");
   const double first = dev.time([&] { launch(v, p, s, dev); });  // the first timed warm-up run
   for (int i = 1; i < opt.warmup && i * first < opt.max_seconds / 4; ++i) launch(v, p, s, dev);
   dev.synchronize();
+  phase.reset();
+  phase.emplace("timed runs");
   std::vector<double> times;
   auto t_start = std::chrono::steady_clock::now();
   for (;;) {

@@ -5,12 +5,13 @@
 #include "kernelab/error.h"
 #include "kernelab/ladder.h"
 #include "report/report.h"
+#include "trace/cupti_tracer.h"
 
 namespace kl::cli {
 
 namespace {
 struct BenchFlags {
-  std::string op, backend;
+  std::string op, backend, trace;
   std::vector<std::string> variants;
   bool json = false, cold = false;
   double max_seconds = 1.0;
@@ -23,9 +24,22 @@ struct BenchFlags {
     sub.add_flag("--json", json, "print one JSON object");
     sub.add_flag("--cold", cold, "flush caches before every timed run");
     sub.add_option("--max-seconds", max_seconds, "timing budget per point after warm-up")->check(CLI::PositiveNumber);
+    sub.add_option("--trace", trace, "write a CUPTI trace of the runs (Kineto layout; needs a GPU): FILE.json");
     problem.attach(sub);
   }
 };
+
+// --trace FILE: CUPTI records from before the devices open until the last run; refused up front
+// (RuntimeFailure) where there is no GPU or no CUPTI.
+std::unique_ptr<trace::CuptiTracer> start_trace(const BenchFlags& f) {
+  return f.trace.empty() ? nullptr : trace::CuptiTracer::start();
+}
+
+void finish_trace(std::unique_ptr<trace::CuptiTracer>& tracer, const BenchFlags& f) {
+  if (!tracer) return;
+  const size_t n = tracer->stop_and_write(f.trace);
+  fmt::print(stderr, "trace: {} events written to {} (kernelab trace analyze {})\n", n, f.trace, f.trace);
+}
 
 // Benchmarks every chosen variant on p on each present device.
 std::vector<Point> run_points(const Op& op, const Problem& p, const BenchFlags& f, DeviceSet& devs) {
@@ -76,9 +90,11 @@ void add_bench(CLI::App& app) {
     const Op& op = find_op(f.op);
     Problem p = f.problem.problem(op);
     if (f.backend == "sim") bad_input("the simulator (--backend sim) checks correctness; it does not time: use check --backend sim");
+    auto tracer = start_trace(f);
     DeviceSet devs = open_devices(wanted_backends(f.backend));
     if (devs.present.empty()) runtime_failure("backend " + devs.absent.front());
     std::vector<Point> points = run_points(op, p, f, devs);
+    finish_trace(tracer, f);
     if (points.empty()) bad_input(fmt::format("no variant of {} runs {} on the backends present", op.name, p.label()));
     if (f.json) {
       fmt::print("{}\n", nlohmann::json{{"points", points_json(points)}, {"absent_backends", devs.absent}}.dump(2));
@@ -130,11 +146,13 @@ void add_sweep(CLI::App& app) {
       }
       problems.push_back(make_problem(op, f.problem.dtype(op), dims, opts));
     }
+    auto tracer = start_trace(f);
     DeviceSet devs = open_devices(wanted_backends(f.backend));
     if (devs.present.empty()) runtime_failure("backend " + devs.absent.front());
     std::vector<Point> points;
     for (const Problem& p : problems)
       for (Point& pt : run_points(op, p, f, devs)) points.push_back(pt);
+    finish_trace(tracer, f);
     auto ladders = make_ladders(points);
     auto crossovers = find_crossovers(ladders, name);
     if (f.json) {

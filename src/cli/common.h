@@ -55,5 +55,6 @@ void add_occupancy(CLI::App& app);
 void add_roofline(CLI::App& app);
 void add_explain(CLI::App& app);
 void add_sim(CLI::App& app);
+void add_trace(CLI::App& app);
 
 }  // namespace kl::cli

@@ -20,6 +20,7 @@ int main(int argc, char** argv) {
   kl::cli::add_roofline(app);
   kl::cli::add_explain(app);
   kl::cli::add_sim(app);
+  kl::cli::add_trace(app);
   try {
     app.parse(argc, argv);
   } catch (const CLI::CallForHelp& e) {

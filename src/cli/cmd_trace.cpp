@@ -1,0 +1,176 @@
+// `kernelab trace analyze FILE` and `kernelab trace diff A B`: PyTorch profiler (Kineto) Chrome
+// traces, .json or .json.gz. The analysis is src/trace; this file reads flags and prints.
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <cmath>
+
+#include "cli/common.h"
+#include "trace/load.h"
+#include "trace/report_json.h"
+
+namespace kl::cli {
+
+namespace {
+using namespace kl::trace;
+
+std::string us_text(double ns) { return format_ns(ns); }
+std::string pct_text(double part, double whole) { return whole > 0 ? fmt::format("{:.1f}%", 100.0 * part / whole) : "-"; }
+std::string short_name(const std::string& s, size_t n = 70) { return s.size() <= n ? s : s.substr(0, n - 3) + "..."; }
+
+void print_devices(const Report& r) {
+  std::vector<std::vector<std::string>> rows;
+  for (const auto& [dev, d] : r.devices) {
+    auto name = r.device_names.count(dev) ? r.device_names.at(dev) : std::string();
+    rows.push_back({std::to_string(dev), name, us_text(d.span()), us_text(d.busy), us_text(d.idle()), pct_text(d.busy, d.span()),
+                    std::to_string(d.kernels), us_text(d.kernel_time),
+                    fmt::format("{} / {} / {} B", d.memcpys, us_text(d.memcpy_time), d.memcpy_bytes),
+                    fmt::format("{} / {} / {} B", d.memsets, us_text(d.memset_time), d.memset_bytes)});
+  }
+  fmt::print("\nGPU time per device (GPU ops: kernels, memcpy, memset; busy = their union; idle = span - busy)\n");
+  print_table({"device", "name", "span", "busy", "idle", "util", "kernels", "kernel time", "memcpy n/time/bytes", "memset n/time/bytes"},
+              rows);
+}
+
+void print_kernels(const Report& r, int top) {
+  std::vector<std::vector<std::string>> rows;
+  for (const KernelStats& k : r.kernels) {
+    if (top > 0 && rows.size() >= static_cast<size_t>(top)) break;
+    rows.push_back({us_text(static_cast<double>(k.total)), pct_text(k.total, r.kernel_time()), std::to_string(k.count), us_text(k.mean),
+                    us_text(k.median), us_text(k.p90), kernel_type_name(k.type), short_name(k.name)});
+  }
+  fmt::print("\ntop kernels by summed time ({} names, {} kernels)\n", r.kernels.size(), r.kernel_count());
+  print_table({"total", "share", "count", "mean", "median", "p90", "type", "name"}, rows);
+}
+
+void print_breakdowns(const Report& r) {
+  std::vector<std::vector<std::string>> rows;
+  for (const auto& [dev, t] : r.temporal)
+    rows.push_back({std::to_string(dev), us_text(t.span), pct_text(t.idle, t.span), pct_text(t.compute, t.span),
+                    pct_text(t.non_compute, t.span), us_text(t.communication), us_text(t.memory), us_text(t.other)});
+  fmt::print("\ntemporal breakdown (HTA: events on a CUDA stream, typed by name; non-compute = communication + memory + other)\n");
+  print_table({"device", "span", "idle", "compute", "non-compute", "communication", "memory", "other"}, rows);
+
+  rows.clear();
+  for (const StreamIdle& s : r.idle)
+    rows.push_back({std::to_string(s.device), std::to_string(s.stream), us_text(s.host_wait), us_text(s.kernel_wait), us_text(s.other),
+                    us_text(s.total())});
+  fmt::print("\nidle breakdown per stream (HTA: host wait = launch call started after the previous op ended; kernel wait = gap < {:g} us)\n",
+             r.options.kernel_wait_us);
+  print_table({"device", "stream", "host wait", "kernel wait", "other", "idle"}, rows);
+
+  for (const auto& [dev, o] : r.overlap)
+    if (auto ratio = o.ratio())
+      fmt::print("\ncompute/communication overlap, GPU {}: {:.1f}% of {} of communication ran under compute\n", dev, 100.0 * *ratio,
+                 us_text(o.communication));
+}
+
+void print_host(const Report& r) {
+  const LaunchStats& L = r.launch;
+  fmt::print("\nlaunches: {} GPU ops matched to cudaLaunchKernel(ExC)/cudaMemcpyAsync/cudaMemsetAsync", L.pairs);
+  if (L.median_delay)
+    fmt::print("; launch delay (op start - call end, >= 0) median {}, p90 {}, max {}", us_text(*L.median_delay), us_text(*L.p90_delay),
+               us_text(L.max_delay));
+  fmt::print("\n  short kernels (GPU time < launch call): {} of {}\n", L.short_kernels, L.kernels);
+  if (!r.sync.empty()) {
+    fmt::print("synchronisation (CPU blocked):");
+    for (const auto& [name, s] : r.sync) fmt::print(" {} {}× {};", name, s.calls, us_text(s.blocked));
+    fmt::print("\n");
+  }
+}
+
+void print_gaps(const Report& r) {
+  fmt::print("\nGPU gaps longer than {:g} us:", r.options.gap_us);
+  for (const auto& [dev, st] : r.gap_stats) fmt::print(" GPU {} {} gaps, {};", dev, st.count, us_text(st.total));
+  fmt::print("\n");
+  for (const Gap& g : r.gaps) {
+    std::string cpu;
+    for (const CpuActivity& c : g.cpu) cpu += fmt::format("{}{} ({}, {})", cpu.empty() ? "" : "; ", short_name(c.name, 50), c.cat, us_text(c.overlap));
+    fmt::print("  GPU {} +{}: {} idle, CPU busy {}: {}\n", g.device, us_text(g.start), us_text(g.dur), pct_text(g.cpu_busy, g.dur),
+               cpu.empty() ? "no CPU event traced" : cpu);
+  }
+  for (const auto& [dev, u] : r.utilization) {
+    fmt::print("utilisation of GPU {} in {} chunks of its span:", dev, u.size());
+    for (double x : u) fmt::print(" {:.0f}%", 100 * x);
+    fmt::print("\n");
+  }
+}
+
+void print_report(const Report& r, int top) {
+  fmt::print("{}: {} events, {} kernels on {} device(s)\n", r.source, r.events, r.kernel_count(), r.devices.size());
+  fmt::print("\nfindings\n");
+  for (size_t i = 0; i < r.findings.size(); ++i) fmt::print("  {}. {}\n", i + 1, r.findings[i].text);
+  if (!r.gpu_activity()) return;
+  print_devices(r);
+  print_kernels(r, top);
+  print_breakdowns(r);
+  print_host(r);
+  print_gaps(r);
+}
+
+void print_diff(const TraceDiff& d, int top) {
+  fmt::print("A {}: {} kernels, {}\nB {}: {} kernels, {}\n", d.a->source, d.a->kernel_count(), us_text(d.a->kernel_time()),
+             d.b->source, d.b->kernel_count(), us_text(d.b->kernel_time()));
+  for (const auto& [dev, a] : d.a->devices) {
+    auto it = d.b->devices.find(dev);
+    if (it == d.b->devices.end()) continue;
+    const DeviceSummary& b = it->second;
+    fmt::print("GPU {}: span {} -> {}, busy {} -> {}, idle {} -> {}\n", dev, us_text(a.span()), us_text(b.span()), us_text(a.busy),
+               us_text(b.busy), us_text(a.idle()), us_text(b.idle()));
+  }
+  std::vector<std::vector<std::string>> rows;
+  for (const KernelDelta& k : d.kernels) {
+    if (top > 0 && rows.size() >= static_cast<size_t>(top)) break;
+    rows.push_back({fmt::format("{}{}", k.delta() > 0 ? "+" : "", us_text(k.delta())), us_text(k.total_a), us_text(k.total_b),
+                    std::to_string(k.count_a), std::to_string(k.count_b), short_name(k.name)});
+  }
+  fmt::print("\nkernels by time change (B - A)\n");
+  print_table({"delta", "time A", "time B", "count A", "count B", "name"}, rows);
+}
+
+struct AnalyzeFlags {
+  AnalyzeOptions opt;
+  int top = 10;
+  bool json = false;
+  void attach(CLI::App& sub) {
+    sub.add_option("--top", top, "kernels listed (0: all)")->check(CLI::NonNegativeNumber)->capture_default_str();
+    sub.add_option("--kernel-wait-us", opt.kernel_wait_us, "idle breakdown: a gap shorter than this (us) is kernel wait")
+        ->check(CLI::NonNegativeNumber)->capture_default_str();
+    sub.add_option("--gap-us", opt.gap_us, "GPU gaps longer than this (us) are listed")->check(CLI::NonNegativeNumber)->capture_default_str();
+    sub.add_option("--chunks", opt.chunks, "utilisation per chunk: chunks of each device's span")->check(CLI::Range(1, 1000))->capture_default_str();
+    sub.add_flag("--json", json, "print one JSON object");
+  }
+};
+}  // namespace
+
+void add_trace(CLI::App& app) {
+  auto* trace = app.add_subcommand("trace", "PyTorch profiler (Kineto) trace analysis: analyze FILE, diff A B");
+  trace->require_subcommand(1);
+
+  auto* analyze_cmd = trace->add_subcommand("analyze", "where the GPU's time went in one trace (.json or .json.gz)");
+  static std::string file;
+  static AnalyzeFlags af;
+  analyze_cmd->add_option("file", file, "trace file")->required();
+  af.attach(*analyze_cmd);
+  analyze_cmd->callback([] {
+    const Report r = analyze(load_trace_file(file), af.opt);
+    if (af.json) fmt::print("{}\n", report_json(r, af.top).dump(2));
+    else print_report(r, af.top);
+  });
+
+  auto* diff_cmd = trace->add_subcommand("diff", "per-kernel count and time differences between two traces");
+  static std::string file_a, file_b;
+  static AnalyzeFlags df;
+  diff_cmd->add_option("a", file_a, "trace A")->required();
+  diff_cmd->add_option("b", file_b, "trace B")->required();
+  df.attach(*diff_cmd);
+  diff_cmd->callback([] {
+    const Report a = analyze(load_trace_file(file_a), df.opt);
+    const Report b = analyze(load_trace_file(file_b), df.opt);
+    const TraceDiff d = diff_reports(a, b);
+    if (df.json) fmt::print("{}\n", diff_json(d, df.top).dump(2));
+    else print_diff(d, df.top);
+  });
+}
+
+}  // namespace kl::cli

@@ -1,0 +1,76 @@
+// A profiler trace held as columns: only the events the analyses read, each field one vector,
+// names interned once. Times are integer nanoseconds (the trace's microseconds, read exactly
+// from their decimal text), so sums and unions are exact.
+#pragma once
+#include <cstdint>
+#include <deque>
+#include <map>
+#include <string>
+#include <string_view>
+#include <unordered_map>
+#include <vector>
+
+namespace kl::trace {
+
+using Ns = int64_t;
+
+// Strings stored once; an id is an index into names.
+class NameTable {
+ public:
+  uint32_t intern(std::string_view s);
+  const std::string& operator[](uint32_t id) const { return names_[id]; }
+  size_t size() const { return names_.size(); }
+
+ private:
+  std::deque<std::string> names_;  // a deque: growing it keeps the views in ids_ valid
+  std::unordered_map<std::string_view, uint32_t> ids_;
+};
+
+enum class OpKind : uint8_t { kernel, memcpy, memset };
+
+// GPU ops: "X" events with cat kernel, gpu_memcpy or gpu_memset.
+struct GpuOps {
+  std::vector<Ns> ts, dur;
+  std::vector<int64_t> device;       // args.device, else pid
+  std::vector<int64_t> stream;       // args.stream, -1 when absent
+  std::vector<int64_t> correlation;  // args.correlation, -1 when absent
+  std::vector<int64_t> bytes;        // args.bytes for memcpy/memset, 0 otherwise
+  std::vector<uint32_t> name;
+  std::vector<OpKind> kind;
+  size_t size() const { return ts.size(); }
+};
+
+enum class HostKind : uint8_t { cpu_op, user_annotation, runtime, driver };
+
+// Host-side "X" events: cpu_op, user_annotation, cuda_runtime and cuda_driver calls.
+struct HostEvents {
+  std::vector<Ns> ts, dur;
+  std::vector<int64_t> correlation;  // runtime/driver calls; -1 otherwise
+  std::vector<uint32_t> name;
+  std::vector<HostKind> kind;
+  size_t size() const { return ts.size(); }
+};
+
+// Other "X" events that carry a CUDA stream (cuda_sync: Stream Sync, Stream Wait Event...). HTA
+// counts them as GPU time in its temporal breakdown, so that breakdown reads them too.
+struct StreamEvents {
+  std::vector<Ns> ts, dur;
+  std::vector<int64_t> device, stream;
+  std::vector<uint32_t> name;
+  size_t size() const { return ts.size(); }
+};
+
+struct TraceData {
+  std::string source;  // the file name
+  bool gzip = false;
+  uint64_t bytes = 0;     // decompressed JSON bytes read
+  uint64_t events = 0;    // elements of traceEvents
+  std::map<std::string, uint64_t> categories;  // "X" events per cat, for the report on odd traces
+  std::map<int64_t, std::string> device_names;  // deviceProperties[].id -> name, when given
+  NameTable names;
+  GpuOps gpu;
+  HostEvents host;
+  StreamEvents stream_events;
+};
+
+}  // namespace kl::trace

@@ -1,0 +1,226 @@
+// `trace analyze` on the project's own small traces (tests/data/traces), every figure computed by
+// hand from the events listed in the file. two_streams.json, in us:
+//   stream 7:  gemm [20,50) gemm [52,62) memcpy [62,70) relu [115,120) memset [160,162)
+//              and a cuda_sync "Stream Sync" [120,160) (not a GPU op; HTA's temporal counts it)
+//   stream 20: ncclKernel [40,70)
+//   launch calls (start, end): c1 (5,15) c2 (20,25) c3 memcpy (26,30) c5 nccl (31,35)
+//                              c7 memset (36,38) c4 (100,110); cudaStreamSynchronize (110,170)
+#include <gtest/gtest.h>
+
+#include <string>
+
+#include "kernelab/error.h"
+#include "trace/load.h"
+#include "trace/report_json.h"
+
+namespace {
+using namespace kl::trace;
+
+std::string data(const std::string& name) { return std::string(KERNELAB_SOURCE_DIR) + "/tests/data/traces/" + name; }
+
+Report two_streams(const std::string& file = "two_streams.json") {
+  AnalyzeOptions opt;
+  opt.gap_us = 30;
+  opt.chunks = 2;
+  return analyze(load_trace_file(data(file)), opt);
+}
+
+TEST(TraceAnalyze, DeviceSummary) {
+  const Report r = two_streams();
+  ASSERT_EQ(r.devices.size(), 1u);
+  const DeviceSummary& d = r.devices.at(0);
+  // GPU ops merge to [20,70) [115,120) [160,162): busy 50 + 5 + 2; span 162 - 20.
+  EXPECT_EQ(d.span(), 142'000);
+  EXPECT_EQ(d.busy, 57'000);
+  EXPECT_EQ(d.idle(), 85'000);
+  EXPECT_EQ(d.kernels, 4u);
+  EXPECT_EQ(d.kernel_time, 75'000);  // 30 + 10 + 5 + 30
+  EXPECT_EQ(d.memcpys, 1u);
+  EXPECT_EQ(d.memcpy_time, 8'000);
+  EXPECT_EQ(d.memcpy_bytes, 4096);
+  EXPECT_EQ(d.memsets, 1u);
+  EXPECT_EQ(d.memset_bytes, 512);
+  EXPECT_EQ(d.pageable_memcpys, 1u);
+  EXPECT_EQ(r.device_names.at(0), "Test GPU");
+  EXPECT_EQ(r.events, 18u);
+}
+
+TEST(TraceAnalyze, KernelBreakdown) {
+  const Report r = two_streams();
+  ASSERT_EQ(r.kernels.size(), 3u);
+  const KernelStats& g = r.kernels[0];
+  EXPECT_EQ(g.name, "gemm_kernel");
+  EXPECT_EQ(g.count, 2u);
+  EXPECT_EQ(g.total, 40'000);
+  EXPECT_DOUBLE_EQ(g.mean, 20'000);
+  EXPECT_DOUBLE_EQ(g.median, 20'000);
+  EXPECT_DOUBLE_EQ(g.p90, 28'000);  // 10 + 0.9 * (30 - 10)
+  EXPECT_EQ(r.kernels[1].name, "ncclKernel_AllReduce_RING_LL_Sum_float");
+  EXPECT_EQ(r.kernels[1].type, KernelType::communication);
+  EXPECT_EQ(r.kernels[2].name, "relu_kernel");
+}
+
+TEST(TraceAnalyze, TemporalBreakdownFollowsHta) {
+  const TemporalBreakdown t = two_streams().temporal.at(0);
+  // With the Stream Sync [120,160): union [20,70) [115,162) = 97 of a 142 span.
+  EXPECT_EQ(t.span, 142'000);
+  EXPECT_EQ(t.idle, 45'000);
+  EXPECT_EQ(t.compute, 45'000);          // [20,50) [52,62) [115,120)
+  EXPECT_EQ(t.non_compute, 52'000);      // 142 - 45 - 45
+  EXPECT_EQ(t.communication, 10'000);    // nccl [40,70) outside compute: [50,52) [62,70)
+  EXPECT_EQ(t.memory, 2'000);            // memcpy sits under nccl; memset [160,162)
+  EXPECT_EQ(t.other, 40'000);            // "Stream Sync": HTA types names containing Sync as other
+}
+
+TEST(TraceAnalyze, IdleBreakdownPerStream) {
+  const Report r = two_streams();
+  ASSERT_EQ(r.idle.size(), 2u);
+  const StreamIdle& s7 = r.idle[0];
+  EXPECT_EQ(s7.stream, 7);
+  // Gaps 2 (c2 started at 20 < 50: kernel wait), 0 (kernel wait), 45 (c4 started at 100 > 70:
+  // host wait), 40 (c7 started at 36 < 120, 40 >= 30: other).
+  EXPECT_EQ(s7.kernel_wait, 2'000);
+  EXPECT_EQ(s7.kernel_wait_gaps, 2u);
+  EXPECT_EQ(s7.host_wait, 45'000);
+  EXPECT_EQ(s7.other, 40'000);
+  const StreamIdle& s20 = r.idle[1];
+  EXPECT_EQ(s20.stream, 20);
+  EXPECT_EQ(s20.total(), 0);  // one op: no gap
+}
+
+TEST(TraceAnalyze, KernelWaitThresholdMovesGapsBetweenCategories) {
+  AnalyzeOptions opt;
+  opt.kernel_wait_us = 41;  // the 40 us gap becomes kernel wait
+  const Report r = analyze(load_trace_file(data("two_streams.json")), opt);
+  EXPECT_EQ(r.idle[0].kernel_wait, 42'000);
+  EXPECT_EQ(r.idle[0].other, 0);
+}
+
+TEST(TraceAnalyze, LaunchStatistics) {
+  const LaunchStats L = two_streams().launch;
+  // Delays 5, 27, 32, 5 (relu), 5 (nccl), 122 (memset at 160, call ended at 38).
+  EXPECT_EQ(L.pairs, 6u);
+  EXPECT_DOUBLE_EQ(*L.median_delay, 16'000);  // (5 + 27) / 2
+  EXPECT_DOUBLE_EQ(*L.p90_delay, 77'000);     // 32 + 0.5 * (122 - 32)
+  EXPECT_EQ(L.max_delay, 122'000);
+  EXPECT_EQ(L.delay_over_100us, 1u);
+  EXPECT_EQ(L.kernels, 4u);
+  EXPECT_EQ(L.short_kernels, 1u);  // relu: 5 us on the GPU, 10 us to launch
+  EXPECT_EQ(L.short_ops, 1u);
+  EXPECT_EQ(L.short_kernel_gpu, 5'000);
+  EXPECT_EQ(L.short_kernel_cpu, 10'000);
+}
+
+TEST(TraceAnalyze, SyncOverlapGapsUtilisation) {
+  const Report r = two_streams();
+  ASSERT_EQ(r.sync.size(), 1u);
+  EXPECT_EQ(r.sync.at("cudaStreamSynchronize").calls, 1u);
+  EXPECT_EQ(r.sync.at("cudaStreamSynchronize").blocked, 60'000);
+  const Overlap o = r.overlap.at(0);
+  EXPECT_EQ(o.communication, 30'000);
+  EXPECT_EQ(o.overlapped, 20'000);  // [40,50) and [52,62)
+  EXPECT_NEAR(*o.ratio(), 2.0 / 3.0, 1e-12);
+  // Gaps over 30 us: [70,115) and [120,160).
+  EXPECT_EQ(r.gap_stats.at(0).count, 2u);
+  EXPECT_EQ(r.gap_stats.at(0).total, 85'000);
+  ASSERT_EQ(r.gaps.size(), 2u);
+  EXPECT_EQ(r.gaps[0].start, 50'000);
+  EXPECT_EQ(r.gaps[0].dur, 45'000);
+  EXPECT_EQ(r.gaps[0].cpu_busy, 15'000);  // c4 [100,110) and the sync from 110
+  ASSERT_EQ(r.gaps[0].cpu.size(), 2u);
+  EXPECT_EQ(r.gaps[0].cpu[0].name, "cudaLaunchKernel");
+  EXPECT_EQ(r.gaps[0].cpu[0].overlap, 10'000);
+  EXPECT_EQ(r.gaps[1].cpu[0].name, "cudaStreamSynchronize");
+  // Chunks [20,91) and [91,162): busy 50 and 7 of 71 each.
+  const auto& u = r.utilization.at(0);
+  ASSERT_EQ(u.size(), 2u);
+  EXPECT_DOUBLE_EQ(u[0], 50.0 / 71.0);
+  EXPECT_DOUBLE_EQ(u[1], 7.0 / 71.0);
+}
+
+TEST(TraceAnalyze, FindingsRankedByTimeAtStake) {
+  const Report r = two_streams();
+  ASSERT_FALSE(r.findings.empty());
+  EXPECT_EQ(r.findings[0].kind, "idle");
+  EXPECT_NE(r.findings[0].text.find("idle 60% of its span"), std::string::npos) << r.findings[0].text;
+  EXPECT_NE(r.findings[0].text.find("52% is host wait"), std::string::npos) << r.findings[0].text;
+  for (size_t i = 1; i < r.findings.size(); ++i) EXPECT_GE(r.findings[i - 1].impact, r.findings[i].impact);
+}
+
+TEST(TraceAnalyze, GzipGivesTheSameReport) {
+  EXPECT_EQ(report_json(two_streams(), 0).dump(), [] {
+    auto j = report_json(two_streams("two_streams.json.gz"), 0);
+    j["source"] = data("two_streams.json");
+    return j.dump();
+  }());
+}
+
+TEST(TraceAnalyze, JsonKeysOthersRelyOn) {
+  const auto j = report_json(two_streams(), 10);
+  for (const char* k : {"kernel_count", "kernel_time_us", "devices", "top_kernels", "median_launch_delay_us", "idle_breakdown",
+                        "temporal_breakdown", "overlap", "findings"})
+    EXPECT_TRUE(j.contains(k)) << k;
+  EXPECT_EQ(j["kernel_count"], 4);
+  EXPECT_DOUBLE_EQ(j["kernel_time_us"].get<double>(), 75.0);
+  EXPECT_DOUBLE_EQ(j["devices"]["0"]["busy_us"].get<double>(), 57.0);
+  EXPECT_DOUBLE_EQ(j["devices"]["0"]["span_us"].get<double>(), 142.0);
+  EXPECT_DOUBLE_EQ(j["devices"]["0"]["idle_us"].get<double>(), 85.0);
+  EXPECT_EQ(j["top_kernels"][0]["name"], "gemm_kernel");
+  EXPECT_EQ(j["top_kernels"][0]["count"], 2);
+  EXPECT_DOUBLE_EQ(j["top_kernels"][0]["total_us"].get<double>(), 40.0);
+  EXPECT_DOUBLE_EQ(j["median_launch_delay_us"].get<double>(), 16.0);
+  EXPECT_DOUBLE_EQ(j["idle_breakdown"]["kernel_wait_threshold_us"].get<double>(), 30.0);
+}
+
+TEST(TraceAnalyze, ArrayFormExactNanosecondsAndDevicesFromPid) {
+  const Report r = analyze(load_trace_file(data("two_devices_array.json")));
+  ASSERT_EQ(r.devices.size(), 2u);
+  // Device 0: kernel [1000.5, 1010.75), memcpy from 1010.75 lasting 1.0005 us -> 1001 ns.
+  EXPECT_EQ(r.devices.at(0).first, 1'000'500);
+  EXPECT_EQ(r.devices.at(0).span(), 11'251);
+  EXPECT_EQ(r.devices.at(0).busy, 11'251);
+  EXPECT_EQ(r.devices.at(1).span(), 15'000);
+  EXPECT_TRUE(r.idle.empty());  // no op names a stream
+  EXPECT_TRUE(r.temporal.empty());
+  EXPECT_FALSE(r.launch.median_delay.has_value());
+}
+
+TEST(TraceAnalyze, ExactMicrosecondParsing) {
+  EXPECT_EQ(parse_us_as_ns("12"), 12'000);
+  EXPECT_EQ(parse_us_as_ns("1694039994071305"), 1'694'039'994'071'305'000);  // epoch us: no double rounding
+  EXPECT_EQ(parse_us_as_ns("4458676983543.183"), 4'458'676'983'543'183);
+  EXPECT_EQ(parse_us_as_ns("0.0005"), 1);
+  EXPECT_EQ(parse_us_as_ns("0.00049"), 0);
+  EXPECT_EQ(parse_us_as_ns("-1.5"), -1'500);
+  EXPECT_EQ(parse_us_as_ns("1.5e3"), 1'500'000);
+  EXPECT_THROW(parse_us_as_ns("1e30"), kl::BadInput);
+  EXPECT_THROW(parse_us_as_ns("99999999999999999999"), kl::BadInput);
+}
+
+TEST(TraceAnalyze, HtaKernelTypes) {
+  EXPECT_EQ(hta_kernel_type("ncclKernel_AllReduce_RING_LL_Sum_float(ncclDevComm*)"), KernelType::communication);
+  EXPECT_EQ(hta_kernel_type("ncclDevKernel_AllGather_RING_LL"), KernelType::communication);
+  EXPECT_EQ(hta_kernel_type("nccl\nKernel"), KernelType::computation);  // '.' stops at a newline
+  EXPECT_EQ(hta_kernel_type("Memcpy DtoD (Device -> Device)"), KernelType::memory);
+  EXPECT_EQ(hta_kernel_type("Memset (Device)"), KernelType::memory);
+  EXPECT_EQ(hta_kernel_type("dma_copy"), KernelType::memory);
+  EXPECT_EQ(hta_kernel_type("Stream Sync"), KernelType::other);
+  EXPECT_EQ(hta_kernel_type("fooMemcpyKernel"), KernelType::other);
+  EXPECT_EQ(hta_kernel_type("Stream Wait Event"), KernelType::computation);  // HTA: no pattern matches
+  EXPECT_EQ(hta_kernel_type("void gemm<float>()"), KernelType::computation);
+}
+
+TEST(TraceDiff, PerKernelDeltas) {
+  const Report a = two_streams();
+  const Report b = analyze(load_trace_file(data("two_devices_array.json")));
+  const TraceDiff d = diff_reports(a, b);
+  ASSERT_EQ(d.kernels.size(), 5u);
+  EXPECT_EQ(d.kernels[0].name, "gemm_kernel");  // -40 us, the largest change
+  EXPECT_EQ(d.kernels[0].delta(), -40'000);
+  EXPECT_EQ(d.kernels[0].count_b, 0u);
+  const auto j = diff_json(d, 0);
+  EXPECT_EQ(j["kernel_count_delta"], -2);
+  EXPECT_EQ(j["kernels"][0]["in"], "a");
+}
+
+}  // namespace
