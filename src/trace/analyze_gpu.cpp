@@ -108,11 +108,12 @@ std::map<int64_t, TypedIntervals> stream_intervals(const TraceData& t) {
     if (it == type_of.end()) it = type_of.emplace(name, hta_kernel_type(t.names[name])).first;
     return static_cast<int>(it->second);
   };
-  const GpuOps& g = t.gpu;
-  for (size_t i = 0; i < g.size(); ++i)
-    if (g.stream[i] != -1) out[g.device[i]].by_type[type(g.name[i])].push_back({g.ts[i], g.ts[i] + g.dur[i]});
-  const StreamEvents& s = t.stream_events;
-  for (size_t i = 0; i < s.size(); ++i) out[s.device[i]].by_type[type(s.name[i])].push_back({s.ts[i], s.ts[i] + s.dur[i]});
+  auto add = [&](const StreamColumns& c, size_t i) {
+    out[c.device[i]].by_type[type(c.name[i])].push_back({c.ts[i], c.ts[i] + c.dur[i]});
+  };
+  for (size_t i = 0; i < t.gpu.size(); ++i)
+    if (t.gpu.stream[i] != -1) add(t.gpu, i);
+  for (size_t i = 0; i < t.stream_events.size(); ++i) add(t.stream_events, i);
   return out;
 }
 

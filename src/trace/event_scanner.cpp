@@ -88,58 +88,67 @@ class Scanner {
     if (c != want) fail(fmt::format("expected '{}' {}, found {}", want, context, describe(c)));
   }
 
-  void top_object() {
-    ++pos_;  // '{'
+  // From an opening '{' or '[' to its closing bracket. item(index) reads each member or element
+  // (whitespace before it skipped); where(index) names the place in the error for a bad separator.
+  template <class Item, class Where>
+  void sequence(char close, Item item, Where where) {
+    ++pos_;  // '{' or '['
     skip_ws();
-    if (peek() == '}') {
-      ++pos_;
-      return;
-    }
-    for (;;) {
-      skip_ws();
-      if (peek() != '"') fail(fmt::format("expected a member name, found {}", describe(peek())));
-      std::string key;
-      string(&key);
-      skip_ws();
-      expect(':', "after a member name");
-      skip_ws();
-      if (key == "traceEvents") {
-        if (saw_events_) fail("a second \"traceEvents\" member");
-        if (peek() != '[') fail(fmt::format("\"traceEvents\" is not an array (it starts with {})", describe(peek())));
-        events_array(2);
-      } else if (cb_.on_metadata && (key == "deviceProperties" || key == "distributedInfo")) {
-        begin_capture();
-        value(1);
-        cb_.on_metadata(key, end_capture());
-      } else {
-        value(1);
-      }
-      skip_ws();
-      const int c = get();
-      if (c == '}') return;
-      if (c != ',') fail(fmt::format("expected ',' or '}}' after a member, found {}", describe(c)));
-    }
-  }
-
-  void events_array(int depth) {
-    saw_events_ = true;
-    ++pos_;  // '['
-    skip_ws();
-    if (peek() == ']') {
+    if (peek() == close) {
       ++pos_;
       return;
     }
     for (size_t index = 0;; ++index) {
       skip_ws();
-      if (peek() != '{') fail(fmt::format("traceEvents[{}] is not an event object (it starts with {})", index, describe(peek())));
-      begin_capture();
-      object(depth);
-      cb_.on_event(end_capture(), index);
+      item(index);
       skip_ws();
       const int c = get();
-      if (c == ']') return;
-      if (c != ',') fail(fmt::format("expected ',' or ']' after traceEvents[{}], found {}", index, describe(c)));
+      if (c == close) return;
+      if (c != ',') fail(fmt::format("expected ',' or '{}' {}, found {}", close, where(index), describe(c)));
     }
+  }
+
+  // `"name" :` and the whitespace after it; the raw name goes to key when given.
+  void member_name(std::string* key) {
+    if (peek() != '"') fail(fmt::format("expected a member name, found {}", describe(peek())));
+    string(key);
+    skip_ws();
+    expect(':', "after a member name");
+    skip_ws();
+  }
+
+  void top_object() {
+    sequence(
+        '}',
+        [&](size_t) {
+          std::string key;
+          member_name(&key);
+          if (key == "traceEvents") {
+            if (saw_events_) fail("a second \"traceEvents\" member");
+            if (peek() != '[') fail(fmt::format("\"traceEvents\" is not an array (it starts with {})", describe(peek())));
+            events_array(2);
+          } else if (cb_.on_metadata && (key == "deviceProperties" || key == "distributedInfo")) {
+            begin_capture();
+            value(1);
+            cb_.on_metadata(key, end_capture());
+          } else {
+            value(1);
+          }
+        },
+        [](size_t) { return "after a member"; });
+  }
+
+  void events_array(int depth) {
+    saw_events_ = true;
+    sequence(
+        ']',
+        [&](size_t index) {
+          if (peek() != '{') fail(fmt::format("traceEvents[{}] is not an event object (it starts with {})", index, describe(peek())));
+          begin_capture();
+          object(depth);
+          cb_.on_event(end_capture(), index);
+        },
+        [](size_t index) { return fmt::format("after traceEvents[{}]", index); });
   }
 
   void value(int depth) {
@@ -159,43 +168,18 @@ class Scanner {
 
   void object(int depth) {
     if (depth >= kMaxDepth) fail(fmt::format("nested deeper than {} levels", kMaxDepth));
-    ++pos_;  // '{'
-    skip_ws();
-    if (peek() == '}') {
-      ++pos_;
-      return;
-    }
-    for (;;) {
-      skip_ws();
-      if (peek() != '"') fail(fmt::format("expected a member name, found {}", describe(peek())));
-      string(nullptr);
-      skip_ws();
-      expect(':', "after a member name");
-      skip_ws();
-      value(depth + 1);
-      skip_ws();
-      const int c = get();
-      if (c == '}') return;
-      if (c != ',') fail(fmt::format("expected ',' or '}}' in an object, found {}", describe(c)));
-    }
+    sequence(
+        '}',
+        [&](size_t) {
+          member_name(nullptr);
+          value(depth + 1);
+        },
+        [](size_t) { return "in an object"; });
   }
 
   void array(int depth) {
     if (depth >= kMaxDepth) fail(fmt::format("nested deeper than {} levels", kMaxDepth));
-    ++pos_;  // '['
-    skip_ws();
-    if (peek() == ']') {
-      ++pos_;
-      return;
-    }
-    for (;;) {
-      skip_ws();
-      value(depth + 1);
-      skip_ws();
-      const int c = get();
-      if (c == ']') return;
-      if (c != ',') fail(fmt::format("expected ',' or ']' in an array, found {}", describe(c)));
-    }
+    sequence(']', [&](size_t) { value(depth + 1); }, [](size_t) { return "in an array"; });
   }
 
   void literal(const char* word) {

@@ -224,13 +224,9 @@ class Loader {
     switch (c) {
       case Cat::kernel: case Cat::memcpy: case Cat::memset: {
         GpuOps& g = t_.gpu;
-        g.ts.push_back(ts);
-        g.dur.push_back(dur);
-        g.device.push_back(device);
-        g.stream.push_back(f.stream);
+        g.push(ts, dur, device, f.stream, f.name);
         g.correlation.push_back(f.correlation);
         g.bytes.push_back(c == Cat::kernel ? 0 : std::max<int64_t>(f.bytes, 0));  // HTA's default for none is -1
-        g.name.push_back(f.name);
         g.kind.push_back(c == Cat::kernel ? OpKind::kernel : c == Cat::memcpy ? OpKind::memcpy : OpKind::memset);
         return;
       }
@@ -248,12 +244,7 @@ class Loader {
       }
       case Cat::other: {
         if (t_.names[f.cat] == "Trace") return;  // HTA drops the profiler's own "Trace" span
-        StreamEvents& s = t_.stream_events;
-        s.ts.push_back(ts);
-        s.dur.push_back(dur);
-        s.device.push_back(device);
-        s.stream.push_back(f.stream);
-        s.name.push_back(f.name);
+        t_.stream_events.push(ts, dur, device, f.stream, f.name);
         return;
       }
     }

@@ -65,12 +65,16 @@ else()
 endif()
 
 # `trace analyze --json` against the independent Python computation: on the project's own small
-# traces always, on the real traces in ../shared/data/traces when that folder exists.
+# traces and the ones from HTA's tests always, on the real traces in ../shared/data/traces when that
+# folder exists.
 find_package(Python3 COMPONENTS Interpreter)
 if(Python3_FOUND)
   add_test(NAME trace_reference_own
            COMMAND ${Python3_EXECUTABLE} ${CMAKE_SOURCE_DIR}/scripts/trace_reference.py --kernelab $<TARGET_FILE:kernelab>
                    ${CMAKE_SOURCE_DIR}/tests/data/traces)
+  add_test(NAME trace_reference_hta  # real traces from HTA's tests, unseen while writing the analyzer
+           COMMAND ${Python3_EXECUTABLE} ${CMAKE_SOURCE_DIR}/scripts/trace_reference.py --kernelab $<TARGET_FILE:kernelab>
+                   ${CMAKE_SOURCE_DIR}/tests/data/hta_traces)
   add_test(NAME trace_reference_real
            COMMAND ${Python3_EXECUTABLE} ${CMAKE_SOURCE_DIR}/scripts/trace_reference.py --kernelab $<TARGET_FILE:kernelab>
                    --skip-missing ${CMAKE_SOURCE_DIR}/../shared/data/traces)

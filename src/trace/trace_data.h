@@ -28,16 +28,27 @@ class NameTable {
 
 enum class OpKind : uint8_t { kernel, memcpy, memset };
 
-// GPU ops: "X" events with cat kernel, gpu_memcpy or gpu_memset.
-struct GpuOps {
+// The columns of events on a CUDA stream, shared by GPU ops and the other stream events.
+struct StreamColumns {
   std::vector<Ns> ts, dur;
-  std::vector<int64_t> device;       // args.device, else pid
-  std::vector<int64_t> stream;       // args.stream, -1 when absent
+  std::vector<int64_t> device;  // args.device, else pid
+  std::vector<int64_t> stream;  // args.stream, -1 when absent
+  std::vector<uint32_t> name;
+  size_t size() const { return ts.size(); }
+  void push(Ns t, Ns d, int64_t dev, int64_t s, uint32_t n) {
+    ts.push_back(t);
+    dur.push_back(d);
+    device.push_back(dev);
+    stream.push_back(s);
+    name.push_back(n);
+  }
+};
+
+// GPU ops: "X" events with cat kernel, gpu_memcpy or gpu_memset.
+struct GpuOps : StreamColumns {
   std::vector<int64_t> correlation;  // args.correlation, -1 when absent
   std::vector<int64_t> bytes;        // args.bytes for memcpy/memset, 0 otherwise
-  std::vector<uint32_t> name;
   std::vector<OpKind> kind;
-  size_t size() const { return ts.size(); }
 };
 
 enum class HostKind : uint8_t { cpu_op, user_annotation, runtime, driver };
@@ -53,12 +64,7 @@ struct HostEvents {
 
 // Other "X" events that carry a CUDA stream (cuda_sync: Stream Sync, Stream Wait Event...). HTA
 // counts them as GPU time in its temporal breakdown, so that breakdown reads them too.
-struct StreamEvents {
-  std::vector<Ns> ts, dur;
-  std::vector<int64_t> device, stream;
-  std::vector<uint32_t> name;
-  size_t size() const { return ts.size(); }
-};
+struct StreamEvents : StreamColumns {};
 
 struct TraceData {
   std::string source;  // the file name
