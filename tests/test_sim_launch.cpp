@@ -185,6 +185,35 @@ TEST(SimLaunch, StreamsAndEvents) {
   EXPECT_EQ(cudaEventDestroy(b), cudaSuccess);
 }
 
+__global__ void double_it(int* p) { p[threadIdx.x] *= 2; }
+
+TEST(SimLaunch, GraphsReplayWhatAStreamCaptured) {
+  DeviceBuffer<int> x(64, 1);
+  cudaStream_t s;
+  ASSERT_EQ(cudaStreamCreate(&s), cudaSuccess);
+  cudaGraph_t g = nullptr;
+  EXPECT_EQ(cudaStreamBeginCapture(nullptr, cudaStreamCaptureModeGlobal), cudaErrorStreamCaptureUnsupported);
+  (void)cudaGetLastError();
+  ASSERT_EQ(cudaStreamBeginCapture(s, cudaStreamCaptureModeThreadLocal), cudaSuccess);
+  EXPECT_EQ(kl::sim::launch_named("bump", bump, 1, 64, 0, s, x.p), cudaSuccess);
+  EXPECT_EQ(kl::sim::launch_named("double_it", double_it, 1, 64, 0, s, x.p), cudaSuccess);
+  EXPECT_EQ(cudaMemsetAsync(x.p + 63, 0, sizeof(int), s), cudaSuccess);
+  EXPECT_EQ(x[0], 1) << "captured work does not run at capture";
+  EXPECT_EQ(cudaStreamSynchronize(s), cudaErrorStreamCaptureUnsupported);
+  (void)cudaGetLastError();
+  ASSERT_EQ(cudaStreamEndCapture(s, &g), cudaSuccess);
+  cudaGraphExec_t exec = nullptr;
+  ASSERT_EQ(cudaGraphInstantiate(&exec, g, 0), cudaSuccess);
+  EXPECT_EQ(cudaGraphDestroy(g), cudaSuccess);
+  EXPECT_EQ(cudaStreamDestroy(s), cudaSuccess);  // the graph outlives the stream it was captured on
+  for (int replay = 0; replay < 2; ++replay) ASSERT_EQ(cudaGraphLaunch(exec, nullptr), cudaSuccess);
+  // bump adds 10 per thread to x[0] (64 threads: 640), double_it doubles each word, then x[63] = 0.
+  EXPECT_EQ(x[0], ((1 + 640) * 2 + 640) * 2);
+  EXPECT_EQ(x[1], 4);
+  EXPECT_EQ(x[63], 0);
+  EXPECT_EQ(cudaGraphExecDestroy(exec), cudaSuccess);
+}
+
 // The ticket each thread draws shows the order the scheduler ran them in.
 __global__ void draw_tickets(int* counter, int* ticket) { ticket[threadIdx.x] = atomicAdd(counter, 1); }
 

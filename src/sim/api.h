@@ -51,6 +51,12 @@ cudaError_t kl_sim_cudaStreamSynchronize(cudaStream_t stream);
 cudaError_t kl_sim_cudaStreamQuery(cudaStream_t stream);
 cudaError_t kl_sim_cudaStreamWaitEvent(cudaStream_t stream, cudaEvent_t event, unsigned flags = 0);
 cudaError_t kl_sim_cudaStreamDestroy(cudaStream_t stream);
+cudaError_t kl_sim_cudaStreamBeginCapture(cudaStream_t stream, cudaStreamCaptureMode mode);
+cudaError_t kl_sim_cudaStreamEndCapture(cudaStream_t stream, cudaGraph_t* graph);
+cudaError_t kl_sim_cudaGraphInstantiate(cudaGraphExec_t* exec, cudaGraph_t graph, unsigned long long flags = 0);
+cudaError_t kl_sim_cudaGraphLaunch(cudaGraphExec_t exec, cudaStream_t stream);
+cudaError_t kl_sim_cudaGraphDestroy(cudaGraph_t graph);
+cudaError_t kl_sim_cudaGraphExecDestroy(cudaGraphExec_t exec);
 cudaError_t kl_sim_cudaFuncSetAttribute_impl(const void* func, cudaFuncAttribute attr, int value);
 
 template <class T>
@@ -140,4 +146,10 @@ cudaError_t kl_sim_cudaGetSymbolAddress(void** ptr, const T& symbol) {
 #define cudaStreamQuery kl_sim_cudaStreamQuery
 #define cudaStreamWaitEvent kl_sim_cudaStreamWaitEvent
 #define cudaStreamDestroy kl_sim_cudaStreamDestroy
+#define cudaStreamBeginCapture kl_sim_cudaStreamBeginCapture
+#define cudaStreamEndCapture kl_sim_cudaStreamEndCapture
+#define cudaGraphInstantiate kl_sim_cudaGraphInstantiate
+#define cudaGraphLaunch kl_sim_cudaGraphLaunch
+#define cudaGraphDestroy kl_sim_cudaGraphDestroy
+#define cudaGraphExecDestroy kl_sim_cudaGraphExecDestroy
 #define cudaFuncSetAttribute kl_sim_cudaFuncSetAttribute

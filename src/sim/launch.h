@@ -6,6 +6,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <functional>
+#include <memory>
 #include <span>
 #include <string>
 #include <string_view>
@@ -77,6 +78,11 @@ struct Kernel {
   std::span<const PointerArg> pointer_args;
 };
 cudaError_t launch(const Kernel& kernel, dim3 grid, dim3 block, std::size_t smem, cudaStream_t stream);
+// Stream capture (cudaStreamBeginCapture): work issued to a capturing stream is recorded into
+// its graph, to run when the graph is launched (on the stream given then), not now.
+using Work = std::function<cudaError_t(cudaStream_t)>;
+bool capturing(cudaStream_t stream);
+cudaError_t capture(cudaStream_t stream, Work work);
 
 // The dynamic shared memory of the block running on this OS thread; the rewriter turns
 // `extern __shared__ T s[];` into `static thread_local T*& s = kl::sim::dynamic_shared<T>();`.
@@ -111,26 +117,31 @@ cudaError_t launch_named(const char* name, void (*kernel)(P...), dim3 grid, dim3
     void (*kernel)(P...);
     std::tuple<std::decay_t<P>...> params;
   };
-  Closure c{kernel, {detail::implicit<std::decay_t<P>>(std::forward<A>(args))...}};
-  constexpr unsigned n_ptr = detail::count_pointer_params<P...>();
-  detail::PointerArg ptrs[n_ptr == 0 ? 1 : n_ptr];
-  [&]<std::size_t... I>(std::index_sequence<I...>) {
-    unsigned k = 0;
-    auto note = [&](unsigned index, const auto& v) {
-      using V = std::decay_t<decltype(v)>;
-      if constexpr (std::is_pointer_v<V> && std::is_object_v<std::remove_pointer_t<V>>)
-        ptrs[k++] = {index, static_cast<const void*>(v)};
-    };
-    (note(I + 1, std::get<I>(c.params)), ...);
-    (void)note;  // a kernel without parameters
-  }(std::index_sequence_for<P...>{});
-  const detail::Kernel k{name, reinterpret_cast<const void*>(kernel),
-                         [](void* p) {
-                           auto* cl = static_cast<Closure*>(p);
-                           std::apply(cl->kernel, cl->params);
-                         },
-                         &c, std::span<const detail::PointerArg>(ptrs, n_ptr)};
-  return detail::launch(k, grid, block, smem, stream);
+  // Owned: a stream being captured into a CUDA Graph keeps the launch to replay it.
+  auto c = std::make_shared<Closure>(Closure{kernel, {detail::implicit<std::decay_t<P>>(std::forward<A>(args))...}});
+  auto go = [c, name, grid, block, smem](cudaStream_t on) {
+    constexpr unsigned n_ptr = detail::count_pointer_params<P...>();
+    detail::PointerArg ptrs[n_ptr == 0 ? 1 : n_ptr];
+    [&]<std::size_t... I>(std::index_sequence<I...>) {
+      unsigned k = 0;
+      auto note = [&](unsigned index, const auto& v) {
+        using V = std::decay_t<decltype(v)>;
+        if constexpr (std::is_pointer_v<V> && std::is_object_v<std::remove_pointer_t<V>>)
+          ptrs[k++] = {index, static_cast<const void*>(v)};
+      };
+      (note(I + 1, std::get<I>(c->params)), ...);
+      (void)note;  // a kernel without parameters
+    }(std::index_sequence_for<P...>{});
+    const detail::Kernel k{name, reinterpret_cast<const void*>(c->kernel),
+                           [](void* p) {
+                             auto* cl = static_cast<Closure*>(p);
+                             std::apply(cl->kernel, cl->params);
+                           },
+                           c.get(), std::span<const detail::PointerArg>(ptrs, n_ptr)};
+    return detail::launch(k, grid, block, smem, on);
+  };
+  if (detail::capturing(stream)) return detail::capture(stream, std::move(go));
+  return go(stream);
 }
 
 template <class... P, class... A>

@@ -9,12 +9,20 @@
 #include <map>
 #include <mutex>
 #include <thread>
+#include <vector>
 #include <unistd.h>
 
 #include "sim/runtime/internal.h"
 
+struct CUgraph_st {
+  std::vector<kl::sim::detail::Work> work;  // in capture order
+};
+struct CUgraphExec_st {
+  std::vector<kl::sim::detail::Work> work;
+};
 struct CUstream_st {
   unsigned magic = 0x5157;  // "live" mark: a destroyed or foreign handle is refused
+  CUgraph_st* capture = nullptr;  // between cudaStreamBeginCapture and cudaStreamEndCapture
 };
 struct CUevent_st {
   unsigned magic = 0xe7e7;
@@ -143,6 +151,11 @@ std::size_t dynamic_smem_limit(const void* kernel) {
   return it == kernel_smem_limit.end() ? kDefaultSmem : std::max<std::size_t>(kDefaultSmem, std::size_t(it->second));
 }
 bool stream_is_valid(cudaStream_t s) { return !s || s->magic == 0x5157; }
+bool capturing(cudaStream_t s) { return s && stream_is_valid(s) && s->capture; }
+cudaError_t capture(cudaStream_t s, Work work) {
+  s->capture->work.push_back(std::move(work));
+  return cudaSuccess;
+}
 
 void check_guard_bytes(const std::string& kernel) {
   const std::size_t guard = canary_bytes();
@@ -208,6 +221,7 @@ cudaError_t kl_sim_cudaMemcpy(void* dst, const void* src, size_t bytes, cudaMemc
 }
 cudaError_t kl_sim_cudaMemcpyAsync(void* dst, const void* src, size_t bytes, cudaMemcpyKind kind, cudaStream_t s) {
   if (!stream_is_valid(s)) return fail(cudaErrorInvalidResourceHandle, "cudaMemcpyAsync", "invalid stream");
+  if (capturing(s)) return capture(s, [=](cudaStream_t) { return kl_sim_cudaMemcpy(dst, src, bytes, kind); });
   return kl_sim_cudaMemcpy(dst, src, bytes, kind);
 }
 cudaError_t kl_sim_cudaMemset(void* dst, int value, size_t bytes) {
@@ -219,6 +233,7 @@ cudaError_t kl_sim_cudaMemset(void* dst, int value, size_t bytes) {
 }
 cudaError_t kl_sim_cudaMemsetAsync(void* dst, int value, size_t bytes, cudaStream_t s) {
   if (!stream_is_valid(s)) return fail(cudaErrorInvalidResourceHandle, "cudaMemsetAsync", "invalid stream");
+  if (capturing(s)) return capture(s, [=](cudaStream_t) { return kl_sim_cudaMemset(dst, value, bytes); });
   return kl_sim_cudaMemset(dst, value, bytes);
 }
 cudaError_t kl_sim_cudaMemGetInfo(size_t* free_bytes, size_t* total_bytes) {
@@ -303,6 +318,7 @@ cudaError_t kl_sim_cudaStreamCreate(cudaStream_t* stream) {
 cudaError_t kl_sim_cudaStreamCreateWithFlags(cudaStream_t* stream, unsigned) { return kl_sim_cudaStreamCreate(stream); }
 cudaError_t kl_sim_cudaStreamSynchronize(cudaStream_t s) {
   if (!stream_is_valid(s)) return fail(cudaErrorInvalidResourceHandle, "cudaStreamSynchronize", "invalid stream");
+  if (capturing(s)) return fail(cudaErrorStreamCaptureUnsupported, "cudaStreamSynchronize", "the stream is being captured");
   return sync_point();
 }
 cudaError_t kl_sim_cudaStreamQuery(cudaStream_t s) {
@@ -316,6 +332,43 @@ cudaError_t kl_sim_cudaStreamDestroy(cudaStream_t s) {
   if (!s || !stream_is_valid(s)) return fail(cudaErrorInvalidResourceHandle, "cudaStreamDestroy", "invalid stream");
   s->magic = 0;
   delete s;
+  return cudaSuccess;
+}
+
+// CUDA Graphs by stream capture: the launches, copies and sets issued to a capturing stream
+// are recorded; cudaGraphLaunch runs them in capture order (a captured stream is in order).
+cudaError_t kl_sim_cudaStreamBeginCapture(cudaStream_t s, cudaStreamCaptureMode) {
+  if (!s) return fail(cudaErrorStreamCaptureUnsupported, "cudaStreamBeginCapture", "the legacy default stream cannot be captured");
+  if (!stream_is_valid(s)) return fail(cudaErrorInvalidResourceHandle, "cudaStreamBeginCapture", "invalid stream");
+  if (s->capture) return fail(cudaErrorIllegalState, "cudaStreamBeginCapture", "the stream is already being captured");
+  s->capture = new CUgraph_st();
+  return cudaSuccess;
+}
+cudaError_t kl_sim_cudaStreamEndCapture(cudaStream_t s, cudaGraph_t* graph) {
+  if (!s || !stream_is_valid(s)) return fail(cudaErrorInvalidResourceHandle, "cudaStreamEndCapture", "invalid stream");
+  if (!s->capture) return fail(cudaErrorIllegalState, "cudaStreamEndCapture", "the stream is not being captured");
+  *graph = s->capture;
+  s->capture = nullptr;
+  return cudaSuccess;
+}
+cudaError_t kl_sim_cudaGraphInstantiate(cudaGraphExec_t* exec, cudaGraph_t graph, unsigned long long) {
+  if (!graph) return fail(cudaErrorInvalidValue, "cudaGraphInstantiate", "null graph");
+  *exec = new CUgraphExec_st{graph->work};
+  return cudaSuccess;
+}
+cudaError_t kl_sim_cudaGraphLaunch(cudaGraphExec_t exec, cudaStream_t s) {
+  if (!exec) return fail(cudaErrorInvalidValue, "cudaGraphLaunch", "null graph exec");
+  if (!stream_is_valid(s)) return fail(cudaErrorInvalidResourceHandle, "cudaGraphLaunch", "invalid stream");
+  for (const Work& w : exec->work)
+    if (const cudaError_t e = w(s); e != cudaSuccess) return e;
+  return cudaSuccess;
+}
+cudaError_t kl_sim_cudaGraphDestroy(cudaGraph_t graph) {
+  delete graph;
+  return cudaSuccess;
+}
+cudaError_t kl_sim_cudaGraphExecDestroy(cudaGraphExec_t exec) {
+  delete exec;
   return cudaSuccess;
 }
 
