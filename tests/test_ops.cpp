@@ -4,6 +4,7 @@
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
 #include <cstring>
 #include <map>
@@ -30,7 +31,10 @@ using kl::Tensor;
 using kl::Variant;
 using ::testing::HasSubstr;
 
-const std::vector<std::string> kOps = {"gemm", "softmax", "layernorm", "rmsnorm", "transpose", "reduce", "bias_gelu"};
+const std::vector<std::string> kOps = {"gemm",          "softmax",        "layernorm",      "rmsnorm",
+                                       "transpose",     "reduce",         "bias_gelu",      "exp_stride",
+                                       "exp_occupancy", "exp_smem_banks", "exp_divergence", "exp_launch",
+                                       "exp_cache_bandwidth", "exp_cache_latency"};
 
 // The message of the BadInput fn throws ("" and a test failure if it throws nothing or another type).
 template <class Fn> std::string bad_input_message(Fn&& fn) {
@@ -356,6 +360,7 @@ TEST(Reference, Reduce) {
 TEST(CheckSweep, CoversEdgeShapesDtypesAndOptions) {
   const std::vector<int64_t> edge = {1, 7, 33, 127, 1000};
   for (const Op& op : kl::registry()) {
+    if (op.experiment) continue;  // CheckSweep.ExperimentsVaryEveryDimension
     SCOPED_TRACE(op.name);
     const std::vector<Problem> cases = op.check_cases(op);
     ASSERT_FALSE(cases.empty());
@@ -388,6 +393,35 @@ TEST(CheckSweep, CoversEdgeShapesDtypesAndOptions) {
       }
     }
   }
+}
+
+// An experiment is checked at sizes of 1 and not a multiple of its tiles, with every dimension
+// and option value it declares taking part.
+TEST(CheckSweep, ExperimentsVaryEveryDimension) {
+  int experiments = 0;
+  for (const Op& op : kl::registry()) {
+    if (!op.experiment) continue;
+    SCOPED_TRACE(op.name);
+    ++experiments;
+    EXPECT_EQ(op.dtypes, std::vector<DType>{DType::f32});
+    std::map<std::string, std::set<int64_t>> values;
+    std::map<std::string, std::set<std::string>> opt_values;
+    for (const Problem& p : op.check_cases(op)) {
+      for (const auto& [k, v] : p.dims) values[k].insert(v);
+      for (const auto& [k, v] : p.opts) opt_values[k].insert(v);
+    }
+    bool has_one = false, has_odd = false;
+    for (const kl::DimSpec& d : op.dims) {
+      EXPECT_GT(values[d.name].size(), 1u) << d.name << " only checked at one value";
+      has_one = has_one || values[d.name].count(1);
+      for (int64_t v : values[d.name]) has_odd = has_odd || (v > 1 && v % 2 == 1);
+    }
+    EXPECT_TRUE(has_one) << "no dimension checked at 1";
+    EXPECT_TRUE(has_odd) << "no dimension checked at an odd size";
+    for (const kl::OptSpec& o : op.opts)
+      for (const std::string& v : o.values) EXPECT_TRUE(opt_values[o.name].count(v)) << o.name << "=" << v << " never checked";
+  }
+  EXPECT_EQ(experiments, 7);
 }
 
 TEST(CheckSweep, RegistryHasEveryOpWithVariants) {
@@ -448,8 +482,13 @@ TEST_P(AllVariants, PassEveryCheckCase) {
 
 std::vector<std::tuple<std::string, std::string>> op_dtype_pairs() {
   std::vector<std::tuple<std::string, std::string>> out;
-  for (const Op& op : kl::registry())
+  for (const Op& op : kl::registry()) {
+    // Experiments that only a GPU can run (occupancy, bank conflicts, divergence) have no CPU
+    // variant; the simulator checks them (SimBackend.EveryCudaRungPassesInTheSimulator).
+    const bool has_cpu = std::any_of(op.variants.begin(), op.variants.end(), [](const Variant& v) { return v.backend == Backend::cpu; });
+    if (!has_cpu) continue;
     for (DType t : op.dtypes) out.emplace_back(op.name, std::string(kl::dtype_name(t)));
+  }
   return out;
 }
 

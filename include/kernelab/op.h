@@ -60,6 +60,8 @@ struct TensorSpec {
   Shape shape;
   std::vector<int64_t> strides;  // empty: contiguous row-major
   double lo = -1, hi = 1;        // range of the random inputs
+  // Inputs that are not uniform values (a pointer-chase cycle): fills the host tensor instead.
+  std::function<void(Tensor&, uint64_t seed)> fill = nullptr;
 };
 
 // What a variant runs on: tensors resident on its backend, in the op's declared order.
@@ -112,6 +114,9 @@ struct Op {
   // (a gemm row of one element would turn a cancellation into a large relative error).
   std::function<double(const Problem&)> tolerance;
   bool error_per_row = true;
+  // An execution-model or memory-hierarchy experiment (exp_*): fp32 only, swept along the axis
+  // it studies rather than over the operators' shape and dtype sweep; may have no CPU variant.
+  bool experiment = false;
   std::vector<Variant> variants;
 
   const Variant* find_variant(std::string_view name) const;

@@ -26,7 +26,8 @@ std::vector<Tensor> random_inputs(const Op& op, const Problem& p, uint64_t seed)
   std::vector<Tensor> ins;
   for (const TensorSpec& s : op.inputs(p)) {
     ins.push_back(make_host(s));
-    fill_uniform(ins.back(), rng, s.lo, s.hi);
+    if (s.fill) s.fill(ins.back(), rng.next());
+    else fill_uniform(ins.back(), rng, s.lo, s.hi);
   }
   return ins;
 }

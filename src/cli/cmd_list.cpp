@@ -25,7 +25,7 @@ void add_list(CLI::App& app) {
         opts.push_back({{"name", o.name}, {"values", o.values}, {"default", o.default_value}, {"help", o.help}});
       for (DType t : op.dtypes) dtypes.push_back(dtype_name(t));
       ops.push_back({{"op", op.name}, {"summary", op.summary}, {"counting", op.counting}, {"dims", dims},
-                     {"options", opts}, {"dtypes", dtypes}, {"variants", vs}});
+                     {"options", opts}, {"dtypes", dtypes}, {"experiment", op.experiment}, {"variants", vs}});
     }
     if (json) {
       fmt::print("{}\n", nlohmann::json{{"ops", ops}}.dump(2));

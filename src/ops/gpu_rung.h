@@ -34,4 +34,8 @@ namespace kl {
 inline void check_launch(cudaError_t e, const char* kernel) {
   if (e != cudaSuccess) runtime_failure(std::string("launch of ") + kernel + " failed: " + cudaGetErrorString(e));
 }
+// A runtime API call a rung makes (device attributes, streams, graphs).
+inline void check_cuda(cudaError_t e, const char* call) {
+  if (e != cudaSuccess) runtime_failure(std::string(call) + " failed: " + cudaGetErrorString(e));
+}
 }  // namespace kl

@@ -10,4 +10,11 @@ Op make_rmsnorm_op();
 Op make_transpose_op();
 Op make_reduce_op();
 Op make_bias_gelu_op();
+Op make_exp_stride_op();
+Op make_exp_occupancy_op();
+Op make_exp_smem_banks_op();
+Op make_exp_divergence_op();
+Op make_exp_launch_op();
+Op make_exp_cache_bandwidth_op();
+Op make_exp_cache_latency_op();
 }  // namespace kl

@@ -64,7 +64,11 @@ const Variant* Op::find_variant(std::string_view n) const {
 const std::vector<Op>& registry() {
   static const std::vector<Op> ops = {make_gemm_op(),    make_softmax_op(),   make_layernorm_op(),
                                       make_rmsnorm_op(), make_transpose_op(), make_reduce_op(),
-                                      make_bias_gelu_op()};
+                                      make_bias_gelu_op(),
+                                      // the execution-model and memory-hierarchy experiments
+                                      make_exp_stride_op(), make_exp_occupancy_op(), make_exp_smem_banks_op(),
+                                      make_exp_divergence_op(), make_exp_launch_op(), make_exp_cache_bandwidth_op(),
+                                      make_exp_cache_latency_op()};
   return ops;
 }
 

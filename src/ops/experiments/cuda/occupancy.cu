@@ -1,0 +1,30 @@
+// exp_occupancy on the GPU: the grid is blocks_per_sm x SMs blocks, each grid-striding over x
+// in float4 units, so the launch alone sets how many warps each SM has in flight.
+#include "ops/experiments/experiments.h"
+#include "ops/gpu_rung.h"
+
+namespace kl::KL_TARGET {
+
+namespace {
+__global__ void __launch_bounds__(1024) grid_stride_copy(const float4* __restrict__ x, float4* __restrict__ y, int64_t units,
+                                                         const float* __restrict__ x_tail, float* __restrict__ y_tail, int tail) {
+  const int64_t step = static_cast<int64_t>(gridDim.x) * blockDim.x;
+  for (int64_t i = static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x; i < units; i += step) y[i] = x[i];
+  if (blockIdx.x == 0 && static_cast<int>(threadIdx.x) < tail) y_tail[threadIdx.x] = x_tail[threadIdx.x];
+}
+}  // namespace
+
+void exp_occupancy_v01(const Problem& p, const Args& a) {
+  int device = 0, sms = 0;
+  check_cuda(cudaGetDevice(&device), "cudaGetDevice");
+  check_cuda(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, device), "cudaDeviceGetAttribute");
+  const int64_t n = p.dim("n"), units = n / 4;
+  const auto* x = static_cast<const float*>(a.in[0].data());
+  auto* y = static_cast<float*>(a.out[0].data());
+  const unsigned blocks = static_cast<unsigned>(p.dim("blocks_per_sm") * sms);
+  KL_LAUNCH(grid_stride_copy, dim3(blocks), dim3(static_cast<unsigned>(p.dim("threads"))), 0, a.stream,
+            reinterpret_cast<const float4*>(x), reinterpret_cast<float4*>(y), units, x + 4 * units, y + 4 * units,
+            static_cast<int>(n % 4));
+}
+
+}  // namespace kl::KL_TARGET
