@@ -3,6 +3,7 @@
 #pragma once
 #include <nlohmann/json.hpp>
 #include <string>
+#include <vector>
 
 namespace kl {
 
@@ -17,10 +18,29 @@ struct HostCeilings {
   std::string path;            // where it is stored
 };
 
+// A GPU's ceilings (device 0), measured by `kernelab probe` where a GPU is present: device-to-device
+// copy bandwidth and cuBLASLt GEMM rates per input type, each a median of timed runs.
+struct GpuGemmRate {
+  std::string dtype;  // fp32, tf32, bf16, fp8e4m3
+  int n = 0;          // an n x n x n GEMM
+  double flops_per_s = 0;
+};
+struct GpuCeilings {
+  std::string gpu;
+  double copy_bytes_per_s = 0;  // cudaMemcpyAsync device to device, read + write counted
+  double copy_buffer_bytes = 0;
+  std::vector<GpuGemmRate> gemm;
+  std::vector<std::string> skipped;  // rates not measured, each with why (fp8 before sm_89)
+  std::string measured_at;
+};
+
 HostCeilings probe_host();                  // measures now (a few seconds)
 HostCeilings load_or_probe_host(bool quiet);  // the stored result for this CPU, else probes and stores
 std::string host_cpu_name();
 std::string host_ceilings_path();
 nlohmann::json host_ceilings_json(const HostCeilings& h);
+// Measures device 0; RuntimeFailure saying why where there is no GPU or no CUDA backend.
+GpuCeilings probe_gpu();
+nlohmann::json gpu_ceilings_json(const GpuCeilings& g);
 
 }  // namespace kl

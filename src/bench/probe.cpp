@@ -99,6 +99,19 @@ nlohmann::json host_ceilings_json(const HostCeilings& h) {
           {"path", h.path}};
 }
 
+nlohmann::json gpu_ceilings_json(const GpuCeilings& g) {
+  nlohmann::json gemm = nlohmann::json::object();
+  for (const GpuGemmRate& r : g.gemm) gemm[r.dtype] = {{"n", r.n}, {"flops_per_s", r.flops_per_s}};
+  return {{"gpu", g.gpu},           {"copy_bytes_per_s", g.copy_bytes_per_s}, {"copy_buffer_bytes", g.copy_buffer_bytes},
+          {"gemm", gemm},           {"skipped", g.skipped},                   {"measured_at", g.measured_at},
+          {"method", "copy: cudaMemcpyAsync device to device, read + write counted; gemm: cuBLASLt TN, fp32 accumulate, "
+                     "median of 10 runs each"}};
+}
+
+#ifndef KERNELAB_HAVE_CUDA
+GpuCeilings probe_gpu() { runtime_failure("probe: this build has no CUDA backend (no CUDA compiler was found at configure time)"); }
+#endif
+
 std::string host_cpu_name() {
   std::ifstream f("/proc/cpuinfo");
   std::string line;

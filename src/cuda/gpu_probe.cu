@@ -1,0 +1,145 @@
+// `kernelab probe` on a GPU: the ceilings a rung is measured against. Copy bandwidth is what a
+// memory-bound rung can hope for (cudaMemcpyAsync device to device on 1 GiB, read and write
+// counted); the GEMM rates are cuBLASLt's on an 8192^3 problem per input type, fp32
+// accumulation, the heuristic's first algorithm. Each figure is the median of timed runs.
+#include <cublasLt.h>
+#include <cuda_runtime.h>
+
+#include <algorithm>
+#include <chrono>
+#include <ctime>
+#include <functional>
+#include <string>
+#include <vector>
+
+#include "kernelab/error.h"
+#include "kernelab/probe.h"
+
+namespace kl {
+
+namespace {
+void check(cudaError_t e, const char* what) {
+  if (e == cudaErrorMemoryAllocation) runtime_failure(std::string("probe: out of GPU memory in ") + what);
+  if (e != cudaSuccess) runtime_failure(std::string("probe: ") + what + ": " + cudaGetErrorString(e));
+}
+void check(cublasStatus_t s, const char* what) {
+  if (s != CUBLAS_STATUS_SUCCESS) runtime_failure(std::string("probe: ") + what + ": " + cublasLtGetStatusString(s));
+}
+
+struct DeviceMemory {
+  explicit DeviceMemory(size_t bytes) { check(cudaMalloc(&p, bytes), "cudaMalloc"); check(cudaMemset(p, 0x11, bytes), "cudaMemset"); }
+  ~DeviceMemory() { cudaFree(p); }
+  DeviceMemory(const DeviceMemory&) = delete;
+  DeviceMemory& operator=(const DeviceMemory&) = delete;
+  void* p = nullptr;
+};
+
+// Median seconds of `reps` timed runs of fn on the stream, after two untimed ones.
+double median_seconds(cudaStream_t stream, int reps, const std::function<void()>& fn) {
+  cudaEvent_t start, stop;
+  check(cudaEventCreate(&start), "cudaEventCreate");
+  check(cudaEventCreate(&stop), "cudaEventCreate");
+  for (int i = 0; i < 2; ++i) fn();
+  std::vector<double> t;
+  for (int i = 0; i < reps; ++i) {
+    check(cudaEventRecord(start, stream), "cudaEventRecord");
+    fn();
+    check(cudaEventRecord(stop, stream), "cudaEventRecord");
+    check(cudaEventSynchronize(stop), "cudaEventSynchronize");
+    float ms = 0;
+    check(cudaEventElapsedTime(&ms, start, stop), "cudaEventElapsedTime");
+    t.push_back(ms * 1e-3);
+  }
+  cudaEventDestroy(start);
+  cudaEventDestroy(stop);
+  std::nth_element(t.begin(), t.begin() + t.size() / 2, t.end());
+  return t[t.size() / 2];
+}
+
+double copy_rate(cudaStream_t stream, size_t bytes) {
+  DeviceMemory a(bytes), b(bytes);
+  const double s = median_seconds(stream, 10, [&] { check(cudaMemcpyAsync(b.p, a.p, bytes, cudaMemcpyDeviceToDevice, stream), "cudaMemcpyAsync"); });
+  return 2.0 * static_cast<double>(bytes) / s;
+}
+
+struct GemmKind {
+  const char* name;
+  cudaDataType ab, cd;
+  size_t ab_bytes, cd_bytes;
+  cublasComputeType_t compute;
+};
+
+// D = A^T B on n x n matrices ("TN", the layout cuBLASLt's fp8 GEMM requires), column-major.
+double gemm_rate(cublasLtHandle_t lt, cudaStream_t stream, const GemmKind& k, int n) {
+  const size_t nn = static_cast<size_t>(n) * n, workspace_bytes = size_t{32} << 20;
+  DeviceMemory a(nn * k.ab_bytes), b(nn * k.ab_bytes), d(nn * k.cd_bytes), ws(workspace_bytes);
+  cublasLtMatmulDesc_t desc;
+  check(cublasLtMatmulDescCreate(&desc, k.compute, CUDA_R_32F), "cublasLtMatmulDescCreate");
+  const cublasOperation_t t = CUBLAS_OP_T, none = CUBLAS_OP_N;
+  check(cublasLtMatmulDescSetAttribute(desc, CUBLASLT_MATMUL_DESC_TRANSA, &t, sizeof t), "set TRANSA");
+  check(cublasLtMatmulDescSetAttribute(desc, CUBLASLT_MATMUL_DESC_TRANSB, &none, sizeof none), "set TRANSB");
+  cublasLtMatrixLayout_t la, lb, ld;
+  check(cublasLtMatrixLayoutCreate(&la, k.ab, n, n, n), "layout A");
+  check(cublasLtMatrixLayoutCreate(&lb, k.ab, n, n, n), "layout B");
+  check(cublasLtMatrixLayoutCreate(&ld, k.cd, n, n, n), "layout D");
+  cublasLtMatmulPreference_t pref;
+  check(cublasLtMatmulPreferenceCreate(&pref), "cublasLtMatmulPreferenceCreate");
+  check(cublasLtMatmulPreferenceSetAttribute(pref, CUBLASLT_MATMUL_PREF_MAX_WORKSPACE_BYTES, &workspace_bytes, sizeof workspace_bytes),
+        "set workspace");
+  cublasLtMatmulHeuristicResult_t algo{};
+  int found = 0;
+  check(cublasLtMatmulAlgoGetHeuristic(lt, desc, la, lb, ld, ld, pref, 1, &algo, &found), "cublasLtMatmulAlgoGetHeuristic");
+  if (found == 0) runtime_failure(std::string("probe: cuBLASLt has no algorithm for a ") + k.name + " GEMM here");
+  const float alpha = 1, beta = 0;
+  const double s = median_seconds(stream, 10, [&] {
+    check(cublasLtMatmul(lt, desc, &alpha, a.p, la, b.p, lb, &beta, d.p, ld, d.p, ld, &algo.algo, ws.p, workspace_bytes, stream),
+          "cublasLtMatmul");
+  });
+  cublasLtMatmulPreferenceDestroy(pref);
+  cublasLtMatrixLayoutDestroy(la);
+  cublasLtMatrixLayoutDestroy(lb);
+  cublasLtMatrixLayoutDestroy(ld);
+  cublasLtMatmulDescDestroy(desc);
+  return 2.0 * n * static_cast<double>(n) * n / s;
+}
+
+std::string utc_now() {
+  const std::time_t now = std::chrono::system_clock::to_time_t(std::chrono::system_clock::now());
+  char buf[32];
+  std::strftime(buf, sizeof buf, "%Y-%m-%dT%H:%M:%SZ", std::gmtime(&now));
+  return buf;
+}
+}  // namespace
+
+GpuCeilings probe_gpu() {
+  int count = 0;
+  if (cudaGetDeviceCount(&count) != cudaSuccess || count == 0) runtime_failure("probe: no GPU found (cudaGetDeviceCount reports none)");
+  cudaDeviceProp prop{};
+  check(cudaGetDeviceProperties(&prop, 0), "cudaGetDeviceProperties");
+  GpuCeilings g;
+  g.gpu = prop.name;
+  g.measured_at = utc_now();
+  cudaStream_t stream;
+  check(cudaStreamCreate(&stream), "cudaStreamCreate");
+  g.copy_buffer_bytes = double(size_t{1} << 30);
+  g.copy_bytes_per_s = copy_rate(stream, size_t{1} << 30);
+  cublasLtHandle_t lt;
+  check(cublasLtCreate(&lt), "cublasLtCreate");
+  constexpr int n = 8192;
+  const GemmKind kinds[] = {{"fp32", CUDA_R_32F, CUDA_R_32F, 4, 4, CUBLAS_COMPUTE_32F},
+                            {"tf32", CUDA_R_32F, CUDA_R_32F, 4, 4, CUBLAS_COMPUTE_32F_FAST_TF32},
+                            {"bf16", CUDA_R_16BF, CUDA_R_16BF, 2, 2, CUBLAS_COMPUTE_32F},
+                            {"fp8e4m3", CUDA_R_8F_E4M3, CUDA_R_16BF, 1, 2, CUBLAS_COMPUTE_32F}};
+  for (const GemmKind& k : kinds) {
+    if (k.ab == CUDA_R_8F_E4M3 && prop.major * 10 + prop.minor < 89) {
+      g.skipped.push_back(std::string(k.name) + ": fp8 tensor cores need sm_89 or newer");
+      continue;
+    }
+    g.gemm.push_back({k.name, n, gemm_rate(lt, stream, k, n)});
+  }
+  cublasLtDestroy(lt);
+  cudaStreamDestroy(stream);
+  return g;
+}
+
+}  // namespace kl
