@@ -20,10 +20,14 @@ kl::Problem problem(const char* op, std::map<std::string, int64_t> dims, std::ma
 TEST(Experiments, CostModelsByHand) {
   EXPECT_EQ(kl::find_op("exp_stride").cost(problem("exp_stride", {{"n", 1024}, {"stride", 8}})).bytes, 8.0 * 1024);
   EXPECT_EQ(kl::find_op("exp_occupancy").cost(problem("exp_occupancy", {{"n", 1000}})).bytes, 8000.0);
-  // 64 KiB set, 1 MiB to read: 16 passes, 1 MiB loaded; a set larger than the read: one pass.
-  EXPECT_EQ(kl::find_op("exp_cache_bandwidth").cost(problem("exp_cache_bandwidth", {{"ws_kib", 64}, {"read_mib", 1}})).bytes, 1 << 20);
-  EXPECT_EQ(kl::find_op("exp_cache_bandwidth").cost(problem("exp_cache_bandwidth", {{"ws_kib", 4096}, {"read_mib", 1}})).bytes, 4 << 20);
-  EXPECT_EQ(kl::find_op("exp_cache_bandwidth").cost(problem("exp_cache_bandwidth", {{"ws_kib", 3}, {"read_mib", 1}})).bytes, 342.0 * 3 * 1024);
+  // 1 MiB to read by 2 blocks of 4 KiB chunks: 128 steps; by 3 blocks: ceil(1 MiB / 12 KiB) = 86 steps;
+  // 1024 blocks read 4 MiB in one step, more than asked.
+  const auto bw = [](int64_t blocks) {
+    return kl::find_op("exp_cache_bandwidth").cost(problem("exp_cache_bandwidth", {{"ws_kib", 64}, {"read_mib", 1}, {"blocks", blocks}})).bytes;
+  };
+  EXPECT_EQ(bw(2), 1 << 20);
+  EXPECT_EQ(bw(3), 86.0 * 3 * 4096);
+  EXPECT_EQ(bw(1024), 4 << 20);
   EXPECT_EQ(kl::find_op("exp_cache_latency").cost(problem("exp_cache_latency", {{"steps", 100}})).bytes, 400.0);
   const kl::Cost banks = kl::find_op("exp_smem_banks").cost(problem("exp_smem_banks", {{"blocks", 2}, {"reps", 10}}));
   EXPECT_EQ(banks.flops, 2.0 * 256 * 10);
@@ -73,6 +77,7 @@ TEST(Experiments, ImpossibleShapesAreRefused) {
   refused("exp_smem_banks", {{"stride", 33}}, {}, "over 32");
   refused("exp_divergence", {{"paths", 33}}, {}, "over 32");
   refused("exp_cache_latency", {{"ws_kib", int64_t{1} << 22}}, {}, "over 2 GiB");
+  refused("exp_cache_bandwidth", {{"ws_kib", 6}}, {}, "not a multiple of 4");
   refused("exp_launch", {{"kernels", 0}}, {}, "must be positive");
 }
 

@@ -17,10 +17,14 @@ inline int64_t stride_unit_floats(const Problem& p) { return static_cast<int64_t
 // one L1 line each, so every dependent load touches a new line.
 inline constexpr int64_t kChaseSlotFloats = 32;
 
-// exp_cache_bandwidth: passes over the ws_kib working set that read at least read_mib MiB.
-inline int64_t cache_passes(const Problem& p) {
-  const int64_t ws_bytes = p.dim("ws_kib") * 1024, read = p.dim("read_mib") << 20;
-  return read <= ws_bytes ? 1 : (read + ws_bytes - 1) / ws_bytes;
+// exp_cache_bandwidth: the working set is chunks of kChunkFloats floats (4 KiB: one float4 per
+// thread of a block). At step r block b reads chunk (b + r * blocks) mod chunks, so each step's
+// blocks read different chunks and every block ranges over the whole set: the set, not a
+// block's share, is what must fit in a cache level. Steps: read_mib / (blocks * 4 KiB), at least 1.
+inline constexpr int64_t kChunkFloats = 1024;
+inline int64_t cache_steps(const Problem& p) {
+  const int64_t read = p.dim("read_mib") << 20, per_step = p.dim("blocks") * kChunkFloats * 4;
+  return read <= per_step ? 1 : (read + per_step - 1) / per_step;
 }
 
 // exp_cache_bandwidth and exp_smem_banks: threads per block of the CUDA rungs and columns of

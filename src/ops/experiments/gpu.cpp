@@ -44,8 +44,8 @@ std::vector<Variant> exp_launch_gpu_variants() {
 }
 
 std::vector<Variant> exp_cache_bandwidth_gpu_variants() {
-  return {gpu_variant("cuda", "each block rereads its share of the set with coalesced loads, keeping a max per thread",
-                      KL_GPU_RUNG(exp_cache_bandwidth_v01), "experiments/cuda/cache.cu", {"ld.global.nc.f32", "max.f32"}, kExpThreads)};
+  return {gpu_variant("cuda", "each block sweeps the whole set in 4 KiB chunks, one float4 load per thread, keeping a max per thread",
+                      KL_GPU_RUNG(exp_cache_bandwidth_v01), "experiments/cuda/cache.cu", {"ld.global.nc.v4.f32", "max.f32"}, kExpThreads)};
 }
 
 std::vector<Variant> exp_cache_latency_gpu_variants() {

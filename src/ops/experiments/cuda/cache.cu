@@ -5,14 +5,18 @@
 namespace kl::KL_TARGET {
 
 namespace {
-// Block b rereads elements [b*n/blocks, (b+1)*n/blocks) `passes` times, coalesced; thread t keeps
-// the max of elements lo + t, lo + t + 256, ... A max is exact, so the result does not depend on
-// how many passes ran, and every pass's loads are still needed to compute it.
-__global__ void __launch_bounds__(kExpThreads) reread_max(const float* __restrict__ x, float* __restrict__ y, int64_t n, int64_t passes) {
-  const int64_t lo = blockIdx.x * n / gridDim.x, hi = (blockIdx.x + 1) * n / gridDim.x;
+// Step r: block b reads chunk (b + r * blocks) mod chunks, one float4 per thread (see
+// experiments.h). A max is exact and needs every load, whatever the number of steps.
+__global__ void __launch_bounds__(kExpThreads) sweep_max(const float4* __restrict__ x, float* __restrict__ y, int64_t chunks, int64_t steps) {
+  const int64_t advance = gridDim.x % chunks;
+  int64_t c = blockIdx.x % chunks;
   float best = -INFINITY;
-  for (int64_t r = 0; r < passes; ++r)
-    for (int64_t i = lo + threadIdx.x; i < hi; i += kExpThreads) best = fmaxf(best, x[i]);
+  for (int64_t r = 0; r < steps; ++r) {
+    const float4 v = x[c * (kChunkFloats / 4) + threadIdx.x];
+    best = fmaxf(best, fmaxf(fmaxf(v.x, v.y), fmaxf(v.z, v.w)));
+    c += advance;
+    if (c >= chunks) c -= chunks;
+  }
   y[static_cast<int64_t>(blockIdx.x) * kExpThreads + threadIdx.x] = best;
 }
 
@@ -25,8 +29,9 @@ __global__ void chase(const unsigned* __restrict__ words, float* __restrict__ y,
 }  // namespace
 
 void exp_cache_bandwidth_v01(const Problem& p, const Args& a) {
-  KL_LAUNCH(reread_max, dim3(static_cast<unsigned>(p.dim("blocks"))), dim3(kExpThreads), 0, a.stream,
-            static_cast<const float*>(a.in[0].data()), static_cast<float*>(a.out[0].data()), p.dim("ws_kib") * 256, cache_passes(p));
+  KL_LAUNCH(sweep_max, dim3(static_cast<unsigned>(p.dim("blocks"))), dim3(kExpThreads), 0, a.stream,
+            static_cast<const float4*>(a.in[0].data()), static_cast<float*>(a.out[0].data()), p.dim("ws_kib") * 256 / kChunkFloats,
+            cache_steps(p));
 }
 
 void exp_cache_latency_v01(const Problem& p, const Args& a) {
