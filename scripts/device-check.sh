@@ -1,8 +1,11 @@
 #!/usr/bin/env bash
 # The one command for a session with a lent GPU (see ../shared/device-runbook.md): builds for
 # sm_90a, runs every test, checks every variant on the GPU, benchmarks the default suite, and
-# writes results.json, gpu.txt and log.txt to $OUT (./out outside the device tool). On a machine
-# without a GPU it does all it can (build, tests, CPU report) and says plainly that no GPU was found.
+# writes results.json, gpu.txt and log.txt to $OUT (./out outside the device tool), with probe.json
+# (the GPU's measured ceilings), big/ (the memory-bound ladders on 256 MB+ working sets), sweeps/
+# (the execution-model and memory-hierarchy experiments) and a CUPTI trace with its analysis. On a
+# machine without a GPU it does all it can (build, tests, CPU report and the CPU experiments) and
+# says plainly that no GPU was found. KERNELAB_BUILD=DIR reuses a build folder (default build-device).
 set -uo pipefail
 cd "$(dirname "$0")/.."
 OUT=${OUT:-./out}
@@ -44,7 +47,7 @@ for d in site.getsitepackages():
 PY
 
 step "build"
-build=build-device
+build=${KERNELAB_BUILD:-build-device}
 gencode="-gencode=arch=compute_80,code=sm_80;-gencode=arch=compute_90a,code=sm_90a"
 [ "$gpu" = 1 ] && gencode="-gencode=arch=compute_90a,code=sm_90a"  # only the chip at hand: a faster build
 if cmake -S . -B "$build" -G Ninja -DCMAKE_BUILD_TYPE=Release -DKERNELAB_CUDA_GENCODE="$gencode" >/dev/null &&
@@ -63,18 +66,34 @@ if [ "$gpu" = 1 ]; then
   "$build/kernelab" check --backend cuda || status+=("check --backend cuda failed")
 fi
 
+kl="$build/kernelab"
+if [ "$gpu" = 1 ]; then
+  step "probe: the GPU's copy bandwidth and cuBLASLt GEMM rates"
+  "$kl" probe --gpu --json > "$OUT/probe.json" || status+=("probe failed")
+fi
+
 step "report: the default suite on every backend present"
-"$build/kernelab" report --out "$OUT/report" || status+=("report failed")
+"$kl" report --out "$OUT/report" || status+=("report failed")
 [ -f "$OUT/report/results.json" ] && cp "$OUT/report/results.json" "$OUT/results.json"
+
+backend=cpu; [ "$gpu" = 1 ] && backend=cuda
+if [ "$gpu" = 1 ]; then
+  step "memory-bound ladders on 256 MB+ working sets (16384 x 4096 fp32: 256 MiB in, 256 MiB out)"
+  mkdir -p "$OUT/big"
+  for op in softmax layernorm rmsnorm reduce transpose; do
+    "$kl" bench "$op" --backend cuda --rows 16384 --cols 4096 --dtype fp32 --max-seconds 0.3 --json > "$OUT/big/$op.json" ||
+      status+=("big $op failed")
+  done
+  step "a CUPTI trace of one ladder, analysed"
+  "$kl" bench softmax --backend cuda --rows 4096 --cols 4096 --max-seconds 0.1 --trace "$OUT/trace.json" >/dev/null &&
+    "$kl" trace analyze "$OUT/trace.json" --json > "$OUT/trace-analysis.json" || status+=("trace failed")
+fi
+
+step "experiments: sweeps on $backend"
+bash scripts/experiment-sweeps.sh "$kl" "$backend" "$OUT/sweeps" || status+=("experiment sweeps failed")
 
 step "summary"
 [ "$gpu" = 1 ] || echo "no GPU was found: this run verified the build, the tests and the CPU figures only"
-python3 - "$OUT/results.json" <<'PY' 2>/dev/null || true
-import json, sys
-d = json.load(open(sys.argv[1]))
-for p in d["points"]:
-    print(f"{p['backend']:<5} {p['op']:<10} {p['variant']:<14} {p['dtype']:<5} {p['median_s']*1e3:9.3f} ms "
-          f"{p['gbps']:8.1f} GB/s {p['tflops']:8.3f} TFLOP/s {p['pct_of_bound']:6.1f}%")
-PY
+python3 scripts/device_summary.py "$OUT" || true
 if [ ${#status[@]} -gt 0 ]; then printf 'FAILED: %s\n' "${status[@]}"; exit 1; fi
 echo "device-check: all steps passed in $(( $(date +%s) - start )) s"

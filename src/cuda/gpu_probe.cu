@@ -113,7 +113,9 @@ std::string utc_now() {
 
 GpuCeilings probe_gpu() {
   int count = 0;
-  if (cudaGetDeviceCount(&count) != cudaSuccess || count == 0) runtime_failure("probe: no GPU found (cudaGetDeviceCount reports none)");
+  if (const cudaError_t e = cudaGetDeviceCount(&count); e != cudaSuccess)
+    runtime_failure(std::string("probe: no GPU found (cudaGetDeviceCount: ") + cudaGetErrorString(e) + ")");
+  if (count == 0) runtime_failure("probe: no GPU found (cudaGetDeviceCount reports 0 devices)");
   cudaDeviceProp prop{};
   check(cudaGetDeviceProperties(&prop, 0), "cudaGetDeviceProperties");
   GpuCeilings g;
