@@ -2,7 +2,7 @@
 # Installs what kernelab needs to build and test, only what is missing (a second run is quick).
 set -euo pipefail
 debs=(cmake ninja-build g++ make pkg-config libgtest-dev libbenchmark-dev libopenblas-dev
-      libfmt-dev libcli11-dev nlohmann-json3-dev libsimdjson-dev zlib1g-dev libomp-dev
+      libopenblas-openmp-dev libfmt-dev libcli11-dev nlohmann-json3-dev libsimdjson-dev zlib1g-dev libomp-dev
       libboost-context-dev clang libclang-rt-dev)
 missing=()
 for p in "${debs[@]}"; do

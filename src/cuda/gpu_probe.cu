@@ -4,6 +4,7 @@
 // accumulation, the heuristic's first algorithm. Each figure is the median of timed runs.
 #include <cublasLt.h>
 #include <cuda_runtime.h>
+#include <dlfcn.h>
 
 #include <algorithm>
 #include <chrono>
@@ -18,12 +19,42 @@
 namespace kl {
 
 namespace {
+// cuBLASLt is opened when the probe runs, not linked: loading it registers its kernels, which
+// would cost every kernelab command (trace analyze included) ~200 MiB of RSS and ~0.1 s.
+struct CublasLt {
+#define KL_LT_FUNCTIONS(X)                                                                                               \
+  X(cublasLtCreate) X(cublasLtDestroy) X(cublasLtGetStatusString) X(cublasLtMatmulDescCreate)                            \
+  X(cublasLtMatmulDescDestroy) X(cublasLtMatmulDescSetAttribute) X(cublasLtMatrixLayoutCreate)                           \
+  X(cublasLtMatrixLayoutDestroy) X(cublasLtMatmulPreferenceCreate) X(cublasLtMatmulPreferenceDestroy)                    \
+  X(cublasLtMatmulPreferenceSetAttribute) X(cublasLtMatmulAlgoGetHeuristic) X(cublasLtMatmul)
+#define KL_LT_POINTER(fn) decltype(&::fn) fn = nullptr;
+  KL_LT_FUNCTIONS(KL_LT_POINTER)
+#undef KL_LT_POINTER
+};
+
+const CublasLt& lt_api() {
+  static const CublasLt api = [] {
+    const std::string name = "libcublasLt.so." + std::to_string(CUBLAS_VER_MAJOR);
+    void* lib = dlopen(name.c_str(), RTLD_NOW | RTLD_LOCAL);
+    if (!lib) runtime_failure("probe: cannot open " + name + " (cuBLASLt, for the GEMM rates): " + dlerror());
+    CublasLt a;
+#define KL_LT_LOAD(fn)                                                                         \
+  a.fn = reinterpret_cast<decltype(a.fn)>(dlsym(lib, #fn));                                     \
+  if (!a.fn) runtime_failure("probe: " + name + " has no " #fn);
+    KL_LT_FUNCTIONS(KL_LT_LOAD)
+#undef KL_LT_LOAD
+    return a;
+  }();
+  return api;
+}
+#undef KL_LT_FUNCTIONS
+
 void check(cudaError_t e, const char* what) {
   if (e == cudaErrorMemoryAllocation) runtime_failure(std::string("probe: out of GPU memory in ") + what);
   if (e != cudaSuccess) runtime_failure(std::string("probe: ") + what + ": " + cudaGetErrorString(e));
 }
 void check(cublasStatus_t s, const char* what) {
-  if (s != CUBLAS_STATUS_SUCCESS) runtime_failure(std::string("probe: ") + what + ": " + cublasLtGetStatusString(s));
+  if (s != CUBLAS_STATUS_SUCCESS) runtime_failure(std::string("probe: ") + what + ": " + lt_api().cublasLtGetStatusString(s));
 }
 
 struct DeviceMemory {
@@ -70,36 +101,37 @@ struct GemmKind {
 };
 
 // D = A^T B on n x n matrices ("TN", the layout cuBLASLt's fp8 GEMM requires), column-major.
-double gemm_rate(cublasLtHandle_t lt, cudaStream_t stream, const GemmKind& k, int n) {
+double gemm_rate(cublasLtHandle_t handle, cudaStream_t stream, const GemmKind& k, int n) {
+  const CublasLt& lt = lt_api();
   const size_t nn = static_cast<size_t>(n) * n, workspace_bytes = size_t{32} << 20;
   DeviceMemory a(nn * k.ab_bytes), b(nn * k.ab_bytes), d(nn * k.cd_bytes), ws(workspace_bytes);
   cublasLtMatmulDesc_t desc;
-  check(cublasLtMatmulDescCreate(&desc, k.compute, CUDA_R_32F), "cublasLtMatmulDescCreate");
+  check(lt.cublasLtMatmulDescCreate(&desc, k.compute, CUDA_R_32F), "cublasLtMatmulDescCreate");
   const cublasOperation_t t = CUBLAS_OP_T, none = CUBLAS_OP_N;
-  check(cublasLtMatmulDescSetAttribute(desc, CUBLASLT_MATMUL_DESC_TRANSA, &t, sizeof t), "set TRANSA");
-  check(cublasLtMatmulDescSetAttribute(desc, CUBLASLT_MATMUL_DESC_TRANSB, &none, sizeof none), "set TRANSB");
+  check(lt.cublasLtMatmulDescSetAttribute(desc, CUBLASLT_MATMUL_DESC_TRANSA, &t, sizeof t), "set TRANSA");
+  check(lt.cublasLtMatmulDescSetAttribute(desc, CUBLASLT_MATMUL_DESC_TRANSB, &none, sizeof none), "set TRANSB");
   cublasLtMatrixLayout_t la, lb, ld;
-  check(cublasLtMatrixLayoutCreate(&la, k.ab, n, n, n), "layout A");
-  check(cublasLtMatrixLayoutCreate(&lb, k.ab, n, n, n), "layout B");
-  check(cublasLtMatrixLayoutCreate(&ld, k.cd, n, n, n), "layout D");
+  check(lt.cublasLtMatrixLayoutCreate(&la, k.ab, n, n, n), "layout A");
+  check(lt.cublasLtMatrixLayoutCreate(&lb, k.ab, n, n, n), "layout B");
+  check(lt.cublasLtMatrixLayoutCreate(&ld, k.cd, n, n, n), "layout D");
   cublasLtMatmulPreference_t pref;
-  check(cublasLtMatmulPreferenceCreate(&pref), "cublasLtMatmulPreferenceCreate");
-  check(cublasLtMatmulPreferenceSetAttribute(pref, CUBLASLT_MATMUL_PREF_MAX_WORKSPACE_BYTES, &workspace_bytes, sizeof workspace_bytes),
+  check(lt.cublasLtMatmulPreferenceCreate(&pref), "cublasLtMatmulPreferenceCreate");
+  check(lt.cublasLtMatmulPreferenceSetAttribute(pref, CUBLASLT_MATMUL_PREF_MAX_WORKSPACE_BYTES, &workspace_bytes, sizeof workspace_bytes),
         "set workspace");
   cublasLtMatmulHeuristicResult_t algo{};
   int found = 0;
-  check(cublasLtMatmulAlgoGetHeuristic(lt, desc, la, lb, ld, ld, pref, 1, &algo, &found), "cublasLtMatmulAlgoGetHeuristic");
+  check(lt.cublasLtMatmulAlgoGetHeuristic(handle, desc, la, lb, ld, ld, pref, 1, &algo, &found), "cublasLtMatmulAlgoGetHeuristic");
   if (found == 0) runtime_failure(std::string("probe: cuBLASLt has no algorithm for a ") + k.name + " GEMM here");
   const float alpha = 1, beta = 0;
   const double s = median_seconds(stream, 10, [&] {
-    check(cublasLtMatmul(lt, desc, &alpha, a.p, la, b.p, lb, &beta, d.p, ld, d.p, ld, &algo.algo, ws.p, workspace_bytes, stream),
+    check(lt.cublasLtMatmul(handle, desc, &alpha, a.p, la, b.p, lb, &beta, d.p, ld, d.p, ld, &algo.algo, ws.p, workspace_bytes, stream),
           "cublasLtMatmul");
   });
-  cublasLtMatmulPreferenceDestroy(pref);
-  cublasLtMatrixLayoutDestroy(la);
-  cublasLtMatrixLayoutDestroy(lb);
-  cublasLtMatrixLayoutDestroy(ld);
-  cublasLtMatmulDescDestroy(desc);
+  lt.cublasLtMatmulPreferenceDestroy(pref);
+  lt.cublasLtMatrixLayoutDestroy(la);
+  lt.cublasLtMatrixLayoutDestroy(lb);
+  lt.cublasLtMatrixLayoutDestroy(ld);
+  lt.cublasLtMatmulDescDestroy(desc);
   return 2.0 * n * static_cast<double>(n) * n / s;
 }
 
@@ -125,8 +157,9 @@ GpuCeilings probe_gpu() {
   check(cudaStreamCreate(&stream), "cudaStreamCreate");
   g.copy_buffer_bytes = double(size_t{1} << 30);
   g.copy_bytes_per_s = copy_rate(stream, size_t{1} << 30);
-  cublasLtHandle_t lt;
-  check(cublasLtCreate(&lt), "cublasLtCreate");
+  const CublasLt& lt = lt_api();
+  cublasLtHandle_t handle;
+  check(lt.cublasLtCreate(&handle), "cublasLtCreate");
   constexpr int n = 8192;
   const GemmKind kinds[] = {{"fp32", CUDA_R_32F, CUDA_R_32F, 4, 4, CUBLAS_COMPUTE_32F},
                             {"tf32", CUDA_R_32F, CUDA_R_32F, 4, 4, CUBLAS_COMPUTE_32F_FAST_TF32},
@@ -137,9 +170,9 @@ GpuCeilings probe_gpu() {
       g.skipped.push_back(std::string(k.name) + ": fp8 tensor cores need sm_89 or newer");
       continue;
     }
-    g.gemm.push_back({k.name, n, gemm_rate(lt, stream, k, n)});
+    g.gemm.push_back({k.name, n, gemm_rate(handle, stream, k, n)});
   }
-  cublasLtDestroy(lt);
+  lt.cublasLtDestroy(handle);
   cudaStreamDestroy(stream);
   return g;
 }
