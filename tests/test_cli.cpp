@@ -283,6 +283,15 @@ TEST(Cli, BenchOneVariantTheDtypeRulesOut) {
   EXPECT_THAT(r.err, HasSubstr("fp32"));
 }
 
+TEST(Cli, ReportOnAnAbsentBackendSaysWhy) {
+  // A GPU-less machine: the report restricted to cuda refuses at once, naming the backend.
+  Result r = run("report --backend cuda --out /nonexistent-kernelab-report");
+  if (r.code == 0) GTEST_SKIP() << "a GPU is present";
+  EXPECT_EQ(r.code, 1) << r.out << r.err;
+  EXPECT_THAT(r.err, HasSubstr("backend cuda"));
+  EXPECT_EQ(run("report --backend tpu").code, 2);
+}
+
 TEST(Cli, SweepJson) {
   Result r = run("sweep reduce --rows 5 --axis cols=7,33 --backend cpu --max-seconds 0.05 --json");
   ASSERT_EQ(r.code, 0) << r.err;

@@ -1,8 +1,10 @@
 #include <ctime>
 #include <fmt/format.h>
+#include <algorithm>
 #include <set>
 
 #include "cli/common.h"
+#include "kernelab/error.h"
 #include "kernelab/probe.h"
 #include "report/cuda_variants.h"
 #include "report/report.h"
@@ -23,7 +25,9 @@ void add_report(CLI::App& app) {
   static std::string out = "report";
   static double max_seconds = 0.3;
   static std::string results_dir = default_results_dir();
+  static std::string backend;
   sub->add_option("--out", out, "output folder (index.html, report.md, results.json)");
+  sub->add_option("--backend", backend, "cpu, cuda or sim only (default: every backend present)");
   sub->add_option("--max-seconds", max_seconds, "timing budget per point")->check(CLI::PositiveNumber);
   sub->add_option("--results", results_dir, "committed GPU results (<gpu>/*.json) that mark CUDA variants verified");
   sub->callback([] {
@@ -31,7 +35,9 @@ void add_report(CLI::App& app) {
     r.generated_at = utc_now();
     r.commit = build_commit();
     r.host = host_cpu_name();
-    DeviceSet devs = open_devices({Backend::cpu, Backend::cuda, Backend::sim});
+    const std::vector<Backend> wanted = wanted_backends(backend);
+    DeviceSet devs = open_devices(wanted);
+    if (devs.present.empty()) runtime_failure("backend " + devs.absent.front());
     r.absent_backends = devs.absent;
     BenchOptions opt;
     opt.max_seconds = max_seconds;
@@ -69,6 +75,7 @@ void add_report(CLI::App& app) {
     std::string sim_absent;
     for (const std::string& a : devs.absent)
       if (a.rfind("sim:", 0) == 0) sim_absent = a;
+    if (std::find(wanted.begin(), wanted.end(), Backend::sim) == wanted.end()) sim_absent = "sim: not asked for (--backend " + backend + ")";
     r.cuda_variants = cuda_variant_rows(tallies, sim_absent, results_dir, &r.cuda_notes);
     write_report(r, out);
     fmt::print("wrote {0}/index.html, {0}/report.md, {0}/results.json ({1} points)\n", out, r.points.size());
