@@ -1,39 +1,18 @@
 // transpose v02: a 32x32 tile goes through shared memory so both the global read and the
 // global write are coalesced; the tile is read down a column, so the 32 threads of a warp hit
 // one shared-memory bank (a 32-way bank conflict for 4-byte elements).
-#include "ops/gpu_rung.h"
+#include "ops/transpose/cuda/tile.cuh"
 
 namespace kl::KL_TARGET {
 
 namespace {
-constexpr int kTile = 32, kRows = 8;  // a 32x8 block moves a 32x32 tile, 4 elements per thread
-
-template <class E>
-__global__ void transpose_smem(const E* __restrict__ x, E* __restrict__ y, int rows, int cols) {
-  __shared__ E tile[kTile][kTile];
-  const int j0 = blockIdx.x * kTile, i0 = blockIdx.y * kTile;
-  for (int r = threadIdx.y; r < kTile; r += kRows) {
-    const int i = i0 + r, j = j0 + threadIdx.x;
-    if (i < rows && j < cols) tile[r][threadIdx.x] = x[static_cast<int64_t>(i) * cols + j];
-  }
-  __syncthreads();
-  for (int r = threadIdx.y; r < kTile; r += kRows) {
-    const int j = j0 + r, i = i0 + threadIdx.x;  // row j of y, column i
-    if (i < rows && j < cols) y[static_cast<int64_t>(j) * rows + i] = tile[threadIdx.x][r];
-  }
-}
-
-template <class E> void run(const Problem& p, const Args& a) {
-  const int rows = static_cast<int>(p.dim("rows")), cols = static_cast<int>(p.dim("cols"));
-  const dim3 grid((cols + kTile - 1) / kTile, (rows + kTile - 1) / kTile);
-  KL_LAUNCH(transpose_smem<E>, grid, dim3(kTile, kRows), 0, a.stream, static_cast<const E*>(a.in[0].data()),
-            static_cast<E*>(a.out[0].data()), rows, cols);
-}
+// Element (r, c) at word 32r + c: every element of a column is in bank c.
+struct Plain {
+  static constexpr int kWidth = transpose_tile::kTile;
+  __device__ static int slot(int, int c) { return c; }
+};
 }  // namespace
 
-void transpose_v02_smem(const Problem& p, const Args& a) {
-  if (dtype_bits(p.dtype) == 32) run<uint32_t>(p, a);
-  else run<uint16_t>(p, a);
-}
+void transpose_v02_smem(const Problem& p, const Args& a) { transpose_tile::run<Plain>(p, a); }
 
 }  // namespace kl::KL_TARGET
