@@ -76,6 +76,12 @@ TEST(SimRun, StreamsEventsAndAsyncCopies) {
   EXPECT_THAT(r.out, HasSubstr("6 chunks on 2 streams: 0 values wrong, a elapsed time"));
 }
 
+TEST(SimRun, GraphCapturedFromAStreamAndReplayed) {
+  const SimResult r = sim_run(program("graph_replay.cu"));
+  EXPECT_EQ(r.code, 0) << r.err;
+  EXPECT_THAT(r.out, HasSubstr("10 kernels captured, 100 replays: untouched before the first replay, 0 values wrong"));
+}
+
 TEST(SimRun, PlantedRaceIsCaughtByTheRaceCheck) {
   SimResult r = sim_run(program("race.cu"));
   EXPECT_EQ(r.code, 0) << "in launch order the racy kernel happens to be right: " << r.err;
