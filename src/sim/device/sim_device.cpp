@@ -5,6 +5,7 @@
 #include <string>
 #include <thread>
 
+#include "bench/cuda_buffer.h"
 #include "bench/devices.h"
 #include "kernelab/error.h"
 
@@ -15,16 +16,7 @@ void check(cudaError_t e, const char* what) {
   if (e != cudaSuccess) runtime_failure(std::string("simulator: ") + what + ": " + cudaGetErrorString(e));
 }
 
-std::shared_ptr<Buffer> sim_buffer(size_t bytes) {
-  auto b = std::make_shared<Buffer>();
-  void* p = nullptr;
-  check(cudaMalloc(&p, bytes ? bytes : 1), "cudaMalloc");
-  b->base = b->data = static_cast<std::byte*>(p);
-  b->bytes = bytes;
-  b->where = Where::device;
-  b->release = [](std::byte* q) { cudaFree(q); };
-  return b;
-}
+std::shared_ptr<Buffer> sim_buffer(size_t bytes) { return cuda_buffer(bytes, check); }
 
 class SimDevice final : public Device {
  public:
