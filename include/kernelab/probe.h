@@ -37,6 +37,7 @@ struct GpuCeilings {
 HostCeilings probe_host();                  // measures now (a few seconds)
 HostCeilings load_or_probe_host(bool quiet);  // the stored result for this CPU, else probes and stores
 std::string host_cpu_name();
+std::string utc_now();  // "2026-12-02T15:24:59Z", the time stamp of measurements and reports
 std::string host_ceilings_path();
 nlohmann::json host_ceilings_json(const HostCeilings& h);
 // Measures device 0; RuntimeFailure saying why where there is no GPU or no CUDA backend.

@@ -79,14 +79,14 @@ double measure_fma(int threads) {
   return 2.0 * 10 * 16 * static_cast<double>(iters) * threads / best;
 }
 
+}  // namespace
+
 std::string utc_now() {
   std::time_t t = std::time(nullptr);
   char buf[32];
   std::strftime(buf, sizeof buf, "%Y-%m-%dT%H:%M:%SZ", std::gmtime(&t));
   return buf;
 }
-
-}  // namespace
 
 nlohmann::json host_ceilings_json(const HostCeilings& h) {
   return {{"cpu", h.cpu},

@@ -1,4 +1,3 @@
-#include <ctime>
 #include <fmt/format.h>
 #include <algorithm>
 #include <set>
@@ -10,15 +9,6 @@
 #include "report/report.h"
 
 namespace kl::cli {
-
-namespace {
-std::string utc_now() {
-  std::time_t t = std::time(nullptr);
-  char buf[32];
-  std::strftime(buf, sizeof buf, "%Y-%m-%dT%H:%M:%SZ", std::gmtime(&t));
-  return buf;
-}
-}  // namespace
 
 void add_report(CLI::App& app) {
   auto* sub = app.add_subcommand("report", "check and benchmark the default suite on every backend present; write the report");

@@ -7,8 +7,6 @@
 #include <dlfcn.h>
 
 #include <algorithm>
-#include <chrono>
-#include <ctime>
 #include <functional>
 #include <string>
 #include <vector>
@@ -135,12 +133,6 @@ double gemm_rate(cublasLtHandle_t handle, cudaStream_t stream, const GemmKind& k
   return 2.0 * n * static_cast<double>(n) * n / s;
 }
 
-std::string utc_now() {
-  const std::time_t now = std::chrono::system_clock::to_time_t(std::chrono::system_clock::now());
-  char buf[32];
-  std::strftime(buf, sizeof buf, "%Y-%m-%dT%H:%M:%SZ", std::gmtime(&now));
-  return buf;
-}
 }  // namespace
 
 GpuCeilings probe_gpu() {
