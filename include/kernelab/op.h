@@ -1,6 +1,7 @@
 // The op contract: an op is declared once (parameters, cost model, float64 reference,
 // variants) and the CLI, tests, benchmarks and report all walk the same registry.
 #pragma once
+#include <any>
 #include <cstdint>
 #include <functional>
 #include <map>
@@ -19,19 +20,32 @@ enum class Backend { cpu, cuda, sim };
 std::string_view backend_name(Backend b);
 std::optional<Backend> parse_backend(std::string_view s);
 
-// One instance of an op: dtype, shape dimensions and choices.
+// One instance of an op: dtype, shape dimensions and choices, as the user gave them, and the
+// op's typed parameters parsed from them once (make_problem): what every rung receives.
 struct Problem {
   std::string op;
-  DType dtype = DType::f32;
-  std::map<std::string, int64_t> dims;      // e.g. m, n, k or rows, cols
-  std::map<std::string, std::string> opts;  // e.g. a_layout=col, mode=max, causal=1, scale=0.125
+  DType dtype = DType::f32;                   // the problem's dtype; a tensor may have its own
+  std::map<std::string, DType> tensor_dtypes;  // tensors whose dtype was chosen apart (op.tensor_dtypes)
+  std::map<std::string, int64_t> dims;         // e.g. m, n, k or rows, cols
+  std::map<std::string, std::string> opts;     // e.g. a_layout=col, mode=max, causal=1, scale=0.125
+  std::any params;                             // the op's parameter struct (Op::parse)
 
+  // The typed parameters; a RuntimeFailure if the problem holds another op's.
+  template <class P> const P& as() const {
+    const P* p = std::any_cast<P>(&params);
+    if (!p) wrong_params(op);
+    return *p;
+  }
+  DType dtype_of(const std::string& tensor) const;  // its own dtype, else the problem's
   int64_t dim(const std::string& name) const;
   const std::string& opt(const std::string& name) const;
   double opt_number(const std::string& name) const;
   bool opt_flag(const std::string& name) const;  // "1"/"true"/"yes"
   std::string shape_str() const;                 // "m=1024,n=1024,k=1024"
-  std::string label() const;                     // shape and options, for tables
+  std::string label() const;                     // shape, options and tensor dtypes, for tables
+
+ private:
+  [[noreturn]] static void wrong_params(const std::string& op);
 };
 
 // FLOPs as the field counts them, and the fewest bytes the op must move: each input read once,
@@ -73,25 +87,64 @@ struct Args {
 };
 
 using Reason = std::optional<std::string>;  // nullopt: supported; otherwise why not
+using Launcher = std::function<void(const Problem&, const Args&)>;
+
+// A kernel a CUDA rung launches: its name as the compilers spell it without namespaces
+// ("softmax_warp<float, 4>"), and its address in each build (the host stub under nvcc, the
+// function itself in the simulator build), which the launch log records.
+struct KernelRef {
+  std::string name;
+  const void* cuda = nullptr;
+  const void* sim = nullptr;
+};
+
+// "softmax_warp<float, 4>" from a demangled kernel name ("void kl::cuda::(anonymous namespace)::
+// softmax_warp<float, 4>(float const*, ...)") or a __PRETTY_FUNCTION__ spelling: no namespaces,
+// no return type or parameters, no integer-literal suffixes. Both compilers' names meet here.
+std::string plain_kernel_name(std::string_view name);
+// The kernel K of kernel_ref<K>'s __PRETTY_FUNCTION__ ("... [with auto K = ...]"), plain.
+std::string kernel_name_of_signature(std::string_view pretty);
+// "softmax/cuda/v04_warp_vectorized.cu" from a path through src/ops/.
+std::string ops_relative_path(std::string_view file);
+// The NN of a rung file's vNN ("softmax/cuda/v04_x.cu" -> 4, "experiments/cuda/stride_v01.cu" -> 1).
+int ladder_number_of(std::string_view source);
+
+// Kernels that hold the same claims: every PTX and SASS instruction listed must appear in every
+// kernel of the group (ptx: "ld.global.nc.v4", sass: "LDG.E.128"); see ops/static_facts.h.
+struct KernelGroup {
+  std::vector<KernelRef> kernels;
+  std::vector<std::string> ptx, sass;
+};
+
+// One configuration of a variant (a tile shape, a block size, a stage count): what it launches,
+// with how many threads and how much dynamic shared memory, and the launcher that does it.
+struct Config {
+  std::string name;
+  int threads_per_block = 0;       // CUDA rungs: of every launch (0 for CPU variants)
+  int64_t dynamic_smem_bytes = 0;  // CUDA rungs: per block, beyond the kernels' static shared memory
+  std::vector<KernelGroup> kernels;
+  Launcher run;      // on the variant's backend
+  Launcher sim_run;  // a CUDA rung built a second time for the SIMT simulator: the same source
+  std::function<Reason(const Problem&)> supports = nullptr;  // beyond the variant's own; nullptr: all
+  bool launches(const void* kernel, Backend b) const;  // kernel is one this config declares (b: cuda or sim)
+};
 
 struct Variant {
+  std::string op;     // the op it belongs to
   std::string name;
   Backend backend = Backend::cpu;
   std::string note;   // one sentence: what this rung changes against the one below, and why
   bool peer = false;  // a library peer (OpenBLAS, cuBLAS, ...)
+  std::string source;  // CUDA rungs: the file, relative to src/ops; it declares the rung
+  int ladder_number = 0;  // CUDA rungs: NN of the file's vNN, their place in the ladder
   std::function<Reason(const Problem&)> supports = [](const Problem&) { return Reason{}; };
   std::function<size_t(const Problem&)> workspace_bytes = [](const Problem&) { return size_t{0}; };
-  std::function<void(const Problem&, const Args&)> run;
-  // A CUDA rung built a second time for the SIMT simulator: the same source, run on the CPU.
-  std::function<void(const Problem&, const Args&)> sim_run;
-  // CUDA rungs: the source file (relative to src/ops) and the PTX instructions the rung claims
-  // to use (e.g. "ld.global.nc.v4", "shfl.sync"), which the static checks look for.
-  std::string source;
-  std::vector<std::string> ptx_claims;
-  // CUDA rungs: threads per block of the rung's main launch (its occupancy in `kernelab list`);
-  // 0 when the rung does not state it.
-  int threads_per_block = 0;
-  bool runs_on(Backend b) const { return b == backend || (b == Backend::sim && sim_run); }
+  std::vector<Config> configs;  // at least one; the first is the default
+
+  bool runs_on(Backend b) const;
+  const Config& config(std::string_view name) const;  // BadInput naming the configs it has
+  // Why this variant cannot run p with config c (the variant's reason first), or nullopt.
+  Reason supports_config(const Problem& p, const Config& c) const;
 };
 
 struct Op {
@@ -101,7 +154,11 @@ struct Op {
   std::vector<DimSpec> dims;
   std::vector<OptSpec> opts;
   std::vector<DType> dtypes;
+  // Tensors whose dtype may differ from the problem's (a bf16 x int4 GEMM's weights and
+  // scales): name -> the dtypes it takes. The others follow the problem's dtype.
+  std::map<std::string, std::vector<DType>> tensor_dtypes;
   std::function<void(const Problem&)> validate;  // throws BadInput naming the bad value
+  std::function<std::any(const Problem&)> parse;  // the typed parameters rungs receive
   std::function<Cost(const Problem&)> cost;
   std::function<std::vector<TensorSpec>(const Problem&)> inputs;
   std::function<std::vector<TensorSpec>(const Problem&)> outputs;
@@ -129,7 +186,8 @@ const Op& find_op(std::string_view name);  // BadInput naming the op and the kno
 // and, when it is to run here (not only be costed), on tensors that cannot fit in host memory.
 enum class Use { run, cost_only };
 Problem make_problem(const Op& op, DType dtype, const std::map<std::string, int64_t>& dims = {},
-                     const std::map<std::string, std::string>& opts = {}, Use use = Use::run);
+                     const std::map<std::string, std::string>& opts = {}, Use use = Use::run,
+                     const std::map<std::string, DType>& tensor_dtypes = {});
 
 // Tolerance by dtype used by most ops: a few units of roundoff of the output format
 // (fp32 results allow for a different summation order over up to ~10^4 terms).

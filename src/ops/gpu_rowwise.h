@@ -103,6 +103,9 @@ template <class F> void with_element(DType t, F&& f) {
   }
 }
 
+// One kernel ref per element type a row-wise rung takes: f(float{}), f(__half{}), f(__nv_bfloat16{}).
+template <class F> std::vector<KernelRef> for_elements(F&& f) { return {f(float{}), f(__half{}), f(__nv_bfloat16{})}; }
+
 // Blocks for a grid-stride loop over n items, at most `cap` blocks.
 inline unsigned grid_for(int64_t n, int threads, int64_t cap = 65535) {
   const int64_t b = (n + threads - 1) / threads;

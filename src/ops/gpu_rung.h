@@ -1,34 +1,66 @@
-// What every CUDA rung file (src/ops/<op>/cuda/vNN_*.cu) includes. Each such file is compiled
-// twice: by nvcc for the cuda backend (namespace kl::cuda) and by the host compiler with the
-// SIMT simulator's header for the sim backend (namespace kl::sim_ops). The two builds differ
-// only in what the macros below expand to.
+// What every CUDA rung file (src/ops/<op>/cuda/vNN_*.cu) includes, and how it declares itself.
+// Each such file is compiled twice: by nvcc for the cuda backend (namespace kl::cuda) and by the
+// host compiler with the SIMT simulator's header for the sim backend (namespace kl::sim_ops); the
+// two builds differ only in what the macros below expand to.
+//
+// A rung file ends with its declaration, which the build turns into the registry (the file's
+// vNN is its place in the ladder; cmake/rung_registry.cmake lists the files):
+//
+//   KL_RUNGS {
+//     Rung<SoftmaxParams> r{.op = "softmax", .name = "cuda_online", .note = "..."};
+//     r.configs = {{.name = "256_threads", .threads = 256,
+//                   .kernels = {{for_elements([](auto e) { return KL_KERNEL(online<decltype(e)>); }), {"bar.sync"}}},
+//                   .run = launch}};
+//     return {variant_of(r)};
+//   }
 #pragma once
+#include <source_location>
 #include <string>
+#include <string_view>
+#include <vector>
 
 #include "kernelab/error.h"
+#include "kernelab/launch_log.h"
 #include "kernelab/op.h"
 
 #if defined(KERNELAB_SIM)
+namespace kl::sim { void poison_shared_once(void* p, std::size_t bytes); }  // TEMP until the sim-checks merge
 #define KL_TARGET sim_ops
 // kernel<<<grid, block, smem, stream>>>(args...) on the simulator; a refused launch throws.
 #define KL_LAUNCH(kernel, grid, block, smem, stream, ...)                                                           \
-  ::kl::check_launch(::kl::sim::launch_named(#kernel, kernel, grid, block, smem, static_cast<cudaStream_t>(stream), \
-                                             __VA_ARGS__),                                                         \
-                     #kernel)
+  do {                                                                                                             \
+    ::kl::record_launch((const void*)(kernel));                                                                     \
+    ::kl::check_launch(::kl::sim::launch_named(#kernel, kernel, grid, block, smem, static_cast<cudaStream_t>(stream), \
+                                               __VA_ARGS__),                                                       \
+                       #kernel);                                                                                   \
+  } while (0)
 // The block's dynamic shared memory as a T*.
 #define KL_DYNAMIC_SHARED(T, name) T* name = ::kl::sim::dynamic_shared<T>()
+// Static shared memory: once per block, filled with 0xFF (NaN) at the block's first use.
+#define KL_SHARED(T, name, dims) \
+  thread_local T name dims;      \
+  ::kl::sim::poison_shared_once(&name, sizeof(name))
 #else
 #include <cuda_runtime.h>
 #define KL_TARGET cuda
 #define KL_LAUNCH(kernel, grid, block, smem, stream, ...)                             \
   do {                                                                               \
+    ::kl::record_launch((const void*)(kernel));                                       \
     kernel<<<grid, block, smem, static_cast<cudaStream_t>(stream)>>>(__VA_ARGS__); \
     ::kl::check_launch(cudaGetLastError(), #kernel);                                \
   } while (0)
 #define KL_DYNAMIC_SHARED(T, name)                                    \
   extern __shared__ __align__(16) unsigned char kl_dynamic_smem_[]; \
   T* name = reinterpret_cast<T*>(kl_dynamic_smem_)
+#define KL_SHARED(T, name, dims) __shared__ T name dims
 #endif
+
+// The kernel ref of a kernel (a template-id like softmax_warp<float, 4> may hold commas).
+#define KL_KERNEL(...) ::kl::KL_TARGET::kernel_ref<__VA_ARGS__>()
+// The function the registry calls for this file; KL_RUNG_ID is the file's path, set by the build.
+#define KL_RUNGS_CONCAT2(a, b) a##b
+#define KL_RUNGS_CONCAT(a, b) KL_RUNGS_CONCAT2(a, b)
+#define KL_RUNGS std::vector<::kl::Variant> KL_RUNGS_CONCAT(rung_, KL_RUNG_ID)()
 
 namespace kl {
 inline void check_launch(cudaError_t e, const char* kernel) {
@@ -38,4 +70,65 @@ inline void check_launch(cudaError_t e, const char* kernel) {
 inline void check_cuda(cudaError_t e, const char* call) {
   if (e != cudaSuccess) runtime_failure(std::string(call) + " failed: " + cudaGetErrorString(e));
 }
+
+// One configuration of a rung, typed by the op's parameter struct P.
+template <class P> struct RungConfig {
+  std::string name;
+  int threads = 0;            // per block, of every launch
+  int64_t dynamic_smem = 0;   // bytes per block
+  std::vector<KernelGroup> kernels;
+  void (*run)(const P&, const Args&) = nullptr;
+  std::function<Reason(const P&)> supports = nullptr;  // beyond the rung's own
+};
+
+template <class P> struct Rung {
+  std::string op, name, note;
+  std::function<Reason(const P&)> supports = nullptr;
+  std::function<size_t(const P&)> workspace_bytes = nullptr;
+  std::vector<RungConfig<P>> configs;
+};
 }  // namespace kl
+
+namespace kl::KL_TARGET {
+
+template <auto K> KernelRef kernel_ref() {
+  KernelRef k;
+  k.name = kernel_name_of_signature(__PRETTY_FUNCTION__);
+#if defined(KERNELAB_SIM)
+  k.sim = (const void*)K;
+#else
+  k.cuda = (const void*)K;
+#endif
+  return k;
+}
+
+// The rung as a Variant of this build: its launchers become `run` (nvcc) or `sim_run` (simulator).
+template <class P> Variant variant_of(const Rung<P>& r, std::source_location where = std::source_location::current()) {
+  Variant v;
+  v.op = r.op;
+  v.name = r.name;
+  v.backend = Backend::cuda;
+  v.note = r.note;
+  v.source = ops_relative_path(where.file_name());
+  v.ladder_number = ladder_number_of(v.source);
+  if (r.supports) v.supports = [f = r.supports](const Problem& p) { return f(p.as<P>()); };
+  if (r.workspace_bytes) v.workspace_bytes = [f = r.workspace_bytes](const Problem& p) { return f(p.as<P>()); };
+  for (const RungConfig<P>& c : r.configs) {
+    Config x;
+    x.name = c.name;
+    x.threads_per_block = c.threads;
+    x.dynamic_smem_bytes = c.dynamic_smem;
+    x.kernels = c.kernels;
+    Launcher launch = [fn = c.run](const Problem& p, const Args& a) { fn(p.as<P>(), a); };
+#if defined(KERNELAB_SIM)
+    x.sim_run = launch;
+#else
+    x.run = launch;
+#endif
+    if (c.supports) x.supports = [f = c.supports](const Problem& p) { return f(p.as<P>()); };
+    v.configs.push_back(std::move(x));
+  }
+  return v;
+}
+
+}  // namespace kl::KL_TARGET

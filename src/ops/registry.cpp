@@ -1,74 +1,99 @@
-#include <unistd.h>
-
+// The registry: every op, its CPU variants from its folder, then its CUDA rungs in ladder order.
+// The rungs come from the generated list (cmake/ops.cmake: one line per src/ops/*/cuda/*.cu);
+// each file is built by nvcc and for the simulator, and the two builds of a rung are merged here
+// into one variant whose configs run on either.
 #include <algorithm>
-#include <cmath>
 #include <fmt/format.h>
 
 #include "kernelab/error.h"
 #include "ops/ops.h"
 
+#define KL_RUNG_FILE(id)                  \
+  namespace kl::cuda {                    \
+  std::vector<Variant> rung_##id();       \
+  }                                       \
+  namespace kl::sim_ops {                 \
+  std::vector<Variant> rung_##id();       \
+  }
+#include "ops/rung_files.h"
+#undef KL_RUNG_FILE
+
 namespace kl {
 
-std::string_view backend_name(Backend b) {
-  switch (b) {
-    case Backend::cpu: return "cpu";
-    case Backend::cuda: return "cuda";
-    case Backend::sim: return "sim";
+namespace {
+using RungFile = std::vector<Variant> (*)();
+
+// The variants of one rung file: the nvcc build's, with the simulator build's launchers and kernel
+// addresses added; or the simulator's alone, whose `run` then says there is no CUDA backend.
+void add_rung_file(std::vector<Variant>& out, RungFile cuda, RungFile sim, const char* id) {
+  std::vector<Variant> c = cuda ? cuda() : std::vector<Variant>{};
+  std::vector<Variant> s = sim ? sim() : std::vector<Variant>{};
+  if (!cuda) {
+    for (Variant& v : s)
+      for (Config& cfg : v.configs)
+        cfg.run = [](const Problem&, const Args&) { runtime_failure("this build has no CUDA backend (nvcc was not found)"); };
+    c = std::move(s);
+    s.clear();
   }
-  return "?";
+  for (size_t i = 0; i < s.size(); ++i) {
+    if (i >= c.size() || c[i].name != s[i].name || c[i].configs.size() != s[i].configs.size())
+      runtime_failure(fmt::format("rung file {}: its nvcc and simulator builds declare different rungs", id));
+    for (size_t j = 0; j < s[i].configs.size(); ++j) {
+      Config& to = c[i].configs[j];
+      const Config& from = s[i].configs[j];
+      to.sim_run = from.sim_run;
+      for (size_t g = 0; g < to.kernels.size() && g < from.kernels.size(); ++g)
+        for (size_t k = 0; k < to.kernels[g].kernels.size() && k < from.kernels[g].kernels.size(); ++k)
+          to.kernels[g].kernels[k].sim = from.kernels[g].kernels[k].sim;
+    }
+  }
+  for (Variant& v : c) out.push_back(std::move(v));
 }
 
-std::optional<Backend> parse_backend(std::string_view s) {
-  for (Backend b : {Backend::cpu, Backend::cuda, Backend::sim})
-    if (backend_name(b) == s) return b;
-  return std::nullopt;
+#ifdef KERNELAB_HAVE_CUDA
+#define KL_CUDA_FN(fn) &::kl::cuda::fn
+#else
+#define KL_CUDA_FN(fn) nullptr
+#endif
+#ifdef KERNELAB_HAVE_SIM_OPS
+#define KL_SIM_FN(fn) &::kl::sim_ops::fn
+#else
+#define KL_SIM_FN(fn) nullptr
+#endif
+
+// Every CUDA rung, ordered by the number of its file (ties: by path).
+std::vector<Variant> gpu_rungs() {
+  std::vector<Variant> all;
+#define KL_RUNG_FILE(id) add_rung_file(all, KL_CUDA_FN(rung_##id), KL_SIM_FN(rung_##id), #id);
+#include "ops/rung_files.h"
+#undef KL_RUNG_FILE
+  std::stable_sort(all.begin(), all.end(), [](const Variant& a, const Variant& b) {
+    return std::tie(a.ladder_number, a.source) < std::tie(b.ladder_number, b.source);
+  });
+  return all;
 }
 
-int64_t Problem::dim(const std::string& name) const {
-  auto it = dims.find(name);
-  if (it == dims.end()) bad_input(fmt::format("op {} has no dimension '{}'", op, name));
-  return it->second;
+std::vector<Op> make_ops() {
+  std::vector<Op> ops = {make_gemm_op(),    make_softmax_op(),   make_layernorm_op(),
+                         make_rmsnorm_op(), make_transpose_op(), make_reduce_op(),
+                         make_bias_gelu_op(),
+                         // the execution-model and memory-hierarchy experiments
+                         make_exp_stride_op(), make_exp_occupancy_op(), make_exp_smem_banks_op(),
+                         make_exp_divergence_op(), make_exp_launch_op(), make_exp_cache_bandwidth_op(),
+                         make_exp_cache_latency_op()};
+  std::vector<Variant> rungs = gpu_rungs();
+  for (Op& op : ops)
+    for (const Variant& v : rungs)
+      if (v.op == op.name) op.variants.push_back(v);
+  for (const Variant& v : rungs)
+    if (std::none_of(ops.begin(), ops.end(), [&](const Op& op) { return op.name == v.op; }))
+      runtime_failure(fmt::format("rung {} ({}) declares op '{}', which is not registered", v.name, v.source, v.op));
+  return ops;
 }
-
-const std::string& Problem::opt(const std::string& name) const {
-  auto it = opts.find(name);
-  if (it == opts.end()) bad_input(fmt::format("op {} has no option '{}'", op, name));
-  return it->second;
-}
-
-double Problem::opt_number(const std::string& name) const { return std::stod(opt(name)); }
-
-bool Problem::opt_flag(const std::string& name) const {
-  const std::string& v = opt(name);
-  return v == "1" || v == "true" || v == "yes" || v == "on";
-}
-
-std::string Problem::shape_str() const {
-  std::string s;
-  for (const auto& [k, v] : dims) s += (s.empty() ? "" : ",") + k + "=" + std::to_string(v);
-  return s;
-}
-
-std::string Problem::label() const {
-  std::string s = shape_str();
-  for (const auto& [k, v] : opts) s += "," + k + "=" + v;
-  return s;
-}
-
-const Variant* Op::find_variant(std::string_view n) const {
-  for (const Variant& v : variants)
-    if (v.name == n) return &v;
-  return nullptr;
-}
+}  // namespace
 
 const std::vector<Op>& registry() {
-  static const std::vector<Op> ops = {make_gemm_op(),    make_softmax_op(),   make_layernorm_op(),
-                                      make_rmsnorm_op(), make_transpose_op(), make_reduce_op(),
-                                      make_bias_gelu_op(),
-                                      // the execution-model and memory-hierarchy experiments
-                                      make_exp_stride_op(), make_exp_occupancy_op(), make_exp_smem_banks_op(),
-                                      make_exp_divergence_op(), make_exp_launch_op(), make_exp_cache_bandwidth_op(),
-                                      make_exp_cache_latency_op()};
+  static const std::vector<Op> ops = make_ops();
   return ops;
 }
 
@@ -79,118 +104,6 @@ const Op& find_op(std::string_view name) {
     known += (known.empty() ? "" : ", ") + op.name;
   }
   bad_input(fmt::format("unknown op '{}' (known: {})", name, known));
-}
-
-namespace {
-// Bytes of host memory on this machine; problems that cannot fit are refused up front.
-double physical_memory_bytes() {
-  return static_cast<double>(sysconf(_SC_PHYS_PAGES)) * static_cast<double>(sysconf(_SC_PAGE_SIZE));
-}
-
-double spec_bytes(const std::vector<TensorSpec>& specs) {
-  double total = 0;
-  for (const TensorSpec& t : specs) {
-    double n = 1;
-    for (int64_t d : t.shape) n *= static_cast<double>(d);
-    total += n * dtype_bits(t.dtype) / 8.0;
-  }
-  return total;
-}
-}  // namespace
-
-Problem make_problem(const Op& op, DType dtype, const std::map<std::string, int64_t>& dims,
-                     const std::map<std::string, std::string>& opts, Use use) {
-  Problem p;
-  p.op = op.name;
-  if (std::find(op.dtypes.begin(), op.dtypes.end(), dtype) == op.dtypes.end()) {
-    std::string ok;
-    for (DType t : op.dtypes) ok += (ok.empty() ? "" : ", ") + std::string(dtype_name(t));
-    bad_input(fmt::format("op {} does not take dtype {} (it takes: {})", op.name, dtype_name(dtype), ok));
-  }
-  p.dtype = dtype;
-  for (const DimSpec& d : op.dims) p.dims[d.name] = d.default_value;
-  for (const OptSpec& o : op.opts) p.opts[o.name] = o.default_value;
-  for (const auto& [k, v] : dims) {
-    if (!p.dims.count(k)) bad_input(fmt::format("op {} has no dimension '{}'", op.name, k));
-    if (v <= 0) bad_input(fmt::format("dimension {}={} of op {} must be positive", k, v, op.name));
-    if (v > (int64_t{1} << 40)) bad_input(fmt::format("dimension {}={} of op {} is impossibly large", k, v, op.name));
-    p.dims[k] = v;
-  }
-  for (const auto& [k, v] : opts) {
-    auto spec = std::find_if(op.opts.begin(), op.opts.end(), [&](const OptSpec& o) { return o.name == k; });
-    if (spec == op.opts.end()) bad_input(fmt::format("op {} has no option '{}'", op.name, k));
-    if (spec->values.empty()) {
-      size_t used = 0;
-      double x = 0;
-      try {
-        x = std::stod(v, &used);
-      } catch (const std::exception&) {
-        used = 0;
-      }
-      if (v.empty() || used != v.size() || !std::isfinite(x)) bad_input(fmt::format("option {}='{}' of op {} is not a finite number", k, v, op.name));
-    } else if (std::find(spec->values.begin(), spec->values.end(), v) == spec->values.end()) {
-      std::string ok;
-      for (const auto& s : spec->values) ok += (ok.empty() ? "" : ", ") + s;
-      bad_input(fmt::format("option {}='{}' of op {} is not one of: {}", k, v, op.name, ok));
-    }
-    p.opts[k] = v;
-  }
-  if (op.validate) op.validate(p);
-  if (use == Use::cost_only) return p;
-  double need = spec_bytes(op.inputs(p)) + spec_bytes(op.outputs(p));
-  double have = physical_memory_bytes();
-  if (need > 0.8 * have)
-    bad_input(fmt::format("{} {} needs {:.1f} GiB of tensors, more than this machine's {:.1f} GiB can hold",
-                          op.name, p.shape_str(), need / (1 << 30), have / (1 << 30)));
-  return p;
-}
-
-double default_tolerance(DType t) {
-  switch (t) {
-    case DType::f64: return 1e-12;
-    case DType::f32: return 1e-5;                   // different summation orders, ~10^4 terms
-    case DType::f16: return 4 * dtype_epsilon(t);   // 4 * 2^-11: output rounding plus fp32 math
-    case DType::bf16: return 4 * dtype_epsilon(t);  // 4 * 2^-8
-    default: return 4 * dtype_epsilon(t);
-  }
-}
-
-std::vector<double> to_doubles(const Tensor& t) {
-  const Shape& s = t.shape();
-  const auto& st = t.strides();
-  std::vector<double> out(static_cast<size_t>(t.numel()));
-  const int64_t inner = s.empty() ? 1 : s.back();
-  const int64_t inner_stride = s.empty() ? 1 : st.back();
-  const int64_t outer = static_cast<int64_t>(out.size()) / inner;
-  // Rows in parallel; the offset of each row from its multi-index.
-#pragma omp parallel for schedule(static)
-  for (int64_t r = 0; r < outer; ++r) {
-    int64_t off = 0, rem = r;
-    for (size_t d = s.empty() ? 0 : s.size() - 1; d-- > 0;) {  // the outer dimensions (none for rank 0)
-      off += (rem % s[d]) * st[d];
-      rem /= s[d];
-    }
-    for (int64_t j = 0; j < inner; ++j) out[r * inner + j] = t.get(off + j * inner_stride);
-  }
-  return out;
-}
-
-double max_rel_err(const Tensor& y, const std::vector<double>& ref, bool per_row) {
-  std::vector<double> got = to_doubles(y);
-  if (got.size() != ref.size()) return INFINITY;
-  const size_t row = !per_row || y.shape().empty() ? got.size() : static_cast<size_t>(y.shape().back());
-  double worst = 0;
-  for (size_t r0 = 0; r0 < got.size(); r0 += row) {
-    double diff = 0, scale = 0;
-    for (size_t i = r0; i < r0 + row; ++i) {
-      if (!std::isfinite(got[i]) && std::isfinite(ref[i])) return INFINITY;
-      diff = std::max(diff, std::abs(got[i] - ref[i]));
-      scale = std::max(scale, std::abs(ref[i]));
-    }
-    double e = scale > 0 ? diff / scale : (diff > 0 ? INFINITY : 0.0);
-    worst = std::max(worst, e);
-  }
-  return worst;
 }
 
 }  // namespace kl

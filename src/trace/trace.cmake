@@ -1,25 +1,28 @@
-# The trace analyzer and tracer (src/trace, compiled into kernelab_core by the top-level glob):
+# The trace analyzer and tracer (src/trace, the kl_trace library):
 # simdjson On-Demand and zlib to read traces; NVTX3 (header-only) and CUPTI from the CUDA toolkit
 # when present. Tests beyond the gtest ones: a libFuzzer run of the reader and the agreement of
 # `trace analyze --json` with scripts/trace_reference.py (an independent stdlib-only Python
 # computation). Included by the top-level CMakeLists.txt.
 find_package(simdjson REQUIRED)  # libsimdjson-dev
 find_package(ZLIB REQUIRED)      # zlib1g-dev
-target_link_libraries(kernelab_core PUBLIC simdjson::simdjson ZLIB::ZLIB)
+file(GLOB KERNELAB_TRACE_SOURCES CONFIGURE_DEPENDS ${CMAKE_SOURCE_DIR}/src/trace/*.cpp)
+add_library(kl_trace STATIC ${KERNELAB_TRACE_SOURCES})
+target_link_libraries(kl_trace PUBLIC kl_base simdjson::simdjson ZLIB::ZLIB)
+kl_cxx_options(kl_trace)
 
 # NVTX ranges around benchmark phases and launches: the toolkit's header-only nvtx3 (it dlopens
 # a profiler's injection library only when one is attached).
 find_path(KERNELAB_NVTX3_INCLUDE nvtx3/nvToolsExt.h HINTS ${CUDAToolkit_INCLUDE_DIRS} NO_DEFAULT_PATH)
 if(CUDAToolkit_FOUND AND KERNELAB_NVTX3_INCLUDE)
-  target_include_directories(kernelab_core SYSTEM PRIVATE ${KERNELAB_NVTX3_INCLUDE})
-  target_compile_definitions(kernelab_core PRIVATE KERNELAB_HAVE_NVTX=1)
-  target_link_libraries(kernelab_core PUBLIC ${CMAKE_DL_LIBS})
+  target_include_directories(kl_trace SYSTEM PRIVATE ${KERNELAB_NVTX3_INCLUDE})
+  target_compile_definitions(kl_trace PRIVATE KERNELAB_HAVE_NVTX=1)
+  target_link_libraries(kl_trace PUBLIC ${CMAKE_DL_LIBS})
 endif()
 
 # The CUPTI activity tracer behind `bench --trace`: only with the CUDA backend.
 if(CMAKE_CUDA_COMPILER AND TARGET CUDA::cupti)
-  target_link_libraries(kernelab_core PUBLIC CUDA::cupti)
-  target_compile_definitions(kernelab_core PRIVATE KERNELAB_HAVE_CUPTI=1)
+  target_link_libraries(kl_trace PUBLIC CUDA::cupti)
+  target_compile_definitions(kl_trace PRIVATE KERNELAB_HAVE_CUPTI=1)
 else()
   message(STATUS "kernelab: no CUPTI tracer (needs the CUDA backend and the toolkit's CUPTI)")
 endif()

@@ -6,6 +6,7 @@
 #include <cmath>
 
 #include "ops/cpu_math.h"
+#include "ops/cpu_variant.h"
 #include "ops/softmax/softmax.h"
 
 namespace kl {
@@ -14,13 +15,13 @@ namespace {
 using cpu::from_float;
 using cpu::to_float;
 
-template <class T> void naive(const Problem& p, const Args& a) {
-  const int64_t rows = p.dim("rows"), cols = p.dim("cols");
-  const float scale = static_cast<float>(p.opt_number("scale"));
+template <class T> void naive(const SoftmaxParams& p, const Args& a) {
+  const int64_t rows = p.rows, cols = p.cols;
+  const float scale = static_cast<float>(p.scale);
   const T* x = a.in[0].as<T>();
   T* y = a.out[0].as<T>();
   for (int64_t i = 0; i < rows; ++i) {
-    const int64_t valid = softmax_valid_cols(p, i);
+    const int64_t valid = p.valid_cols(i);
     const T* xr = x + i * cols;
     T* yr = y + i * cols;
     float m = -INFINITY, s = 0;
@@ -31,9 +32,9 @@ template <class T> void naive(const Problem& p, const Args& a) {
   }
 }
 
-template <class T> void fused(const Problem& p, const Args& a) {
-  const int64_t rows = p.dim("rows"), cols = p.dim("cols");
-  const float scale = static_cast<float>(p.opt_number("scale"));
+template <class T> void fused(const SoftmaxParams& p, const Args& a) {
+  const int64_t rows = p.rows, cols = p.cols;
+  const float scale = static_cast<float>(p.scale);
   const T* x = a.in[0].as<T>();
   T* y = a.out[0].as<T>();
 #pragma omp parallel
@@ -41,7 +42,7 @@ template <class T> void fused(const Problem& p, const Args& a) {
     std::vector<float> e(static_cast<size_t>(cols));
 #pragma omp for schedule(static)
     for (int64_t i = 0; i < rows; ++i) {
-      const int64_t valid = softmax_valid_cols(p, i);
+      const int64_t valid = p.valid_cols(i);
       const T* xr = x + i * cols;
       T* yr = y + i * cols;
       float m = -INFINITY;
@@ -62,20 +63,15 @@ template <class T> void fused(const Problem& p, const Args& a) {
     cpu::stream_fence();
   }
 }
+void run_naive(const SoftmaxParams& p, const Args& a) { cpu::with_float_type(p.x, [&](auto t) { naive<decltype(t)>(p, a); }); }
+void run_fused(const SoftmaxParams& p, const Args& a) { cpu::with_float_type(p.x, [&](auto t) { fused<decltype(t)>(p, a); }); }
 }  // namespace
 
 std::vector<Variant> softmax_cpu_variants() {
-  Variant n;
-  n.name = "cpu_naive";
-  n.backend = Backend::cpu;
-  n.note = "three passes over each row (max, sum of exponentials, normalise) on one thread with libm exp";
-  n.run = [](const Problem& p, const Args& a) { cpu::with_float_type(p.dtype, [&](auto t) { naive<decltype(t)>(p, a); }); };
-  Variant f;
-  f.name = "cpu_fused";
-  f.backend = Backend::cpu;
-  f.note = "rows spread over all cores, each row kept in L1 across its passes so x is read from memory once, exp vectorised, streaming stores";
-  f.run = [](const Problem& p, const Args& a) { cpu::with_float_type(p.dtype, [&](auto t) { fused<decltype(t)>(p, a); }); };
-  return {n, f};
+  return {cpu_variant("softmax", "cpu_naive", "three passes over each row (max, sum of exponentials, normalise) on one thread with libm exp", run_naive),
+          cpu_variant("softmax", "cpu_fused",
+                      "rows spread over all cores, each row kept in L1 across its passes so x is read from memory once, exp vectorised, streaming stores",
+                      run_fused)};
 }
 
 }  // namespace kl

@@ -7,14 +7,15 @@
 namespace kl {
 
 namespace {
-std::vector<std::vector<double>> reference(const Problem& p, std::span<const Tensor> in) {
-  const int64_t rows = p.dim("rows"), cols = p.dim("cols");
-  const double scale = p.opt_number("scale");
+std::vector<std::vector<double>> reference(const Problem& problem, std::span<const Tensor> in) {
+  const SoftmaxParams& p = problem.as<SoftmaxParams>();
+  const int64_t rows = p.rows, cols = p.cols;
+  const double scale = p.scale;
   const std::vector<double> x = to_doubles(in[0]);
   std::vector<double> y(static_cast<size_t>(rows * cols), 0.0);
 #pragma omp parallel for schedule(static)
   for (int64_t i = 0; i < rows; ++i) {
-    const int64_t valid = softmax_valid_cols(p, i);
+    const int64_t valid = p.valid_cols(i);
     const double* xr = &x[i * cols];
     double m = -INFINITY, s = 0;
     for (int64_t j = 0; j < valid; ++j) m = std::max(m, scale * xr[j]);
@@ -34,6 +35,9 @@ Op make_softmax_op() {
   op.opts = {{"scale", {}, "1", "multiplies x before the softmax"},
              {"causal", {"0", "1"}, "0", "mask j > i + (cols - rows) (bottom-right aligned)"}};
   op.dtypes = float_dtypes();
+  op.parse = [](const Problem& p) -> std::any {
+    return SoftmaxParams{p.dim("rows"), p.dim("cols"), p.opt_number("scale"), p.opt_flag("causal"), p.dtype_of("x"), p.dtype_of("y")};
+  };
   op.cost = [](const Problem& p) {
     const double n = static_cast<double>(p.dim("rows")) * static_cast<double>(p.dim("cols"));
     const double esize = dtype_bits(p.dtype) / 8.0;
@@ -55,7 +59,6 @@ Op make_softmax_op() {
   };
   op.tolerance = [](const Problem& p) { return default_tolerance(p.dtype); };
   op.variants = softmax_cpu_variants();
-  for (Variant& v : softmax_gpu_variants()) op.variants.push_back(std::move(v));
   return op;
 }
 

@@ -4,6 +4,7 @@
 // MUFU.EX2 instruction on the GPU (accurate to 2 ulp) where expf needs a range reduction.
 #pragma once
 #include "ops/gpu_rowwise.h"
+#include "ops/softmax/softmax.h"
 
 namespace kl::KL_TARGET::softmax {
 
@@ -15,9 +16,8 @@ struct Shape {
   int causal;  // 1: row i keeps columns j <= i + cols - rows
 };
 
-inline Shape shape_of(const Problem& p) {
-  return {static_cast<int>(p.dim("rows")), static_cast<int>(p.dim("cols")),
-          static_cast<float>(p.opt_number("scale") * 1.4426950408889634), p.opt_flag("causal") ? 1 : 0};
+inline Shape shape_of(const SoftmaxParams& p) {
+  return {static_cast<int>(p.rows), static_cast<int>(p.cols), static_cast<float>(p.scale * 1.4426950408889634), p.causal ? 1 : 0};
 }
 
 // Columns row `row` keeps (softmax_valid_cols on the device); 0: the row is all zeros.

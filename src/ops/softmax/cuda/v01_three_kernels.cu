@@ -10,7 +10,7 @@ using namespace softmax;
 constexpr int kThreads = 256;  // a block per row for the reductions (a power of two: tree)
 
 template <class E> __global__ void row_max(const E* __restrict__ x, float* __restrict__ mx, Shape s) {
-  __shared__ float buf[kThreads];
+  KL_SHARED(float, buf, [kThreads]);
   const int row = blockIdx.x, valid = valid_cols(s, row);
   const E* xr = x + static_cast<int64_t>(row) * s.cols;
   float m = -INFINITY;
@@ -21,7 +21,7 @@ template <class E> __global__ void row_max(const E* __restrict__ x, float* __res
 
 template <class E>
 __global__ void row_sum(const E* __restrict__ x, const float* __restrict__ mx, float* __restrict__ sum, Shape s) {
-  __shared__ float buf[kThreads];
+  KL_SHARED(float, buf, [kThreads]);
   const int row = blockIdx.x, valid = valid_cols(s, row);
   const E* xr = x + static_cast<int64_t>(row) * s.cols;
   const float m = mx[row];
@@ -43,7 +43,7 @@ __global__ void normalise(const E* __restrict__ x, const float* __restrict__ mx,
   }
 }
 
-template <class E> void run(const Problem& p, const Args& a) {
+template <class E> void run(const SoftmaxParams& p, const Args& a) {
   const Shape s = shape_of(p);
   const E* x = static_cast<const E*>(a.in[0].data());
   E* y = static_cast<E*>(a.out[0].data());
@@ -53,10 +53,24 @@ template <class E> void run(const Problem& p, const Args& a) {
   KL_LAUNCH(row_sum<E>, s.rows, kThreads, 0, a.stream, x, mx, sum, s);
   KL_LAUNCH(normalise<E>, grid_for(int64_t{s.rows} * s.cols, kThreads), kThreads, 0, a.stream, x, mx, sum, y, s);
 }
+
+void launch(const SoftmaxParams& p, const Args& a) {
+  rowwise::with_element(p.x, [&](auto e) { run<decltype(e)>(p, a); });
+}
 }  // namespace
 
-void softmax_v01_three_kernels(const Problem& p, const Args& a) {
-  rowwise::with_element(p.dtype, [&](auto e) { run<decltype(e)>(p, a); });
+KL_RUNGS {
+  Rung<SoftmaxParams> r{.op = "softmax",
+                        .name = "cuda_three_kernels",
+                        .note = "three kernels (row max, sum of exponentials, normalise) through a workspace of per-row max and sum: x read from HBM three times, three launches"};
+  r.workspace_bytes = [](const SoftmaxParams& p) { return static_cast<size_t>(2 * p.rows) * sizeof(float); };
+  r.configs = {{.name = "256_threads",
+                .threads = kThreads,
+                .kernels = {{for_elements([](auto e) { return KL_KERNEL(row_max<decltype(e)>); }), {"bar.sync", "max.f32"}},
+                            {for_elements([](auto e) { return KL_KERNEL(row_sum<decltype(e)>); }), {"bar.sync", "ex2.approx"}},
+                            {for_elements([](auto e) { return KL_KERNEL(normalise<decltype(e)>); }), {"ex2.approx"}}},
+                .run = launch}};
+  return {variant_of(r)};
 }
 
 }  // namespace kl::KL_TARGET

@@ -11,7 +11,7 @@ using namespace softmax;
 constexpr int kThreads = 256;  // a power of two: tree reductions
 
 template <class E> __global__ void softmax_block(const E* __restrict__ x, E* __restrict__ y, Shape s) {
-  __shared__ float buf[kThreads];
+  KL_SHARED(float, buf, [kThreads]);
   const int row = blockIdx.x, valid = valid_cols(s, row);
   const E* xr = x + static_cast<int64_t>(row) * s.cols;
   E* yr = y + static_cast<int64_t>(row) * s.cols;
@@ -28,15 +28,26 @@ template <class E> __global__ void softmax_block(const E* __restrict__ x, E* __r
     yr[j] = from_f32<E>(j < valid ? exp2f(to_f32(xr[j]) * s.c - m) * inv : 0.0f);
 }
 
-template <class E> void run(const Problem& p, const Args& a) {
+template <class E> void run(const SoftmaxParams& p, const Args& a) {
   const Shape s = shape_of(p);
   KL_LAUNCH(softmax_block<E>, s.rows, kThreads, 0, a.stream, static_cast<const E*>(a.in[0].data()),
             static_cast<E*>(a.out[0].data()), s);
 }
+
+void launch(const SoftmaxParams& p, const Args& a) {
+  rowwise::with_element(p.x, [&](auto e) { run<decltype(e)>(p, a); });
+}
 }  // namespace
 
-void softmax_v02_fused_block(const Problem& p, const Args& a) {
-  rowwise::with_element(p.dtype, [&](auto e) { run<decltype(e)>(p, a); });
+KL_RUNGS {
+  Rung<SoftmaxParams> r{.op = "softmax",
+                        .name = "cuda_fused_block",
+                        .note = "one kernel, a block per row, max and sum as shared-memory block reductions: no workspace round trip, one launch, the re-reads of a row mostly hit L2"};
+  r.configs = {{.name = "256_threads",
+                .threads = kThreads,
+                .kernels = {{for_elements([](auto e) { return KL_KERNEL(softmax_block<decltype(e)>); }), {"bar.sync", "st.shared"}}},
+                .run = launch}};
+  return {variant_of(r)};
 }
 
 }  // namespace kl::KL_TARGET

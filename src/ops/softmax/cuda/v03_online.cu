@@ -22,7 +22,7 @@ struct Merge {
 };
 
 template <class E> __global__ void softmax_online(const E* __restrict__ x, E* __restrict__ y, Shape s) {
-  __shared__ MaxSum buf[kThreads];
+  KL_SHARED(MaxSum, buf, [kThreads]);
   const int row = blockIdx.x, valid = valid_cols(s, row);
   const E* xr = x + static_cast<int64_t>(row) * s.cols;
   E* yr = y + static_cast<int64_t>(row) * s.cols;
@@ -44,15 +44,26 @@ template <class E> __global__ void softmax_online(const E* __restrict__ x, E* __
     yr[j] = from_f32<E>(j < valid ? exp2f(to_f32(xr[j]) * s.c - st.m) * inv : 0.0f);
 }
 
-template <class E> void run(const Problem& p, const Args& a) {
+template <class E> void run(const SoftmaxParams& p, const Args& a) {
   const Shape s = shape_of(p);
   KL_LAUNCH(softmax_online<E>, s.rows, kThreads, 0, a.stream, static_cast<const E*>(a.in[0].data()),
             static_cast<E*>(a.out[0].data()), s);
 }
+
+void launch(const SoftmaxParams& p, const Args& a) {
+  rowwise::with_element(p.x, [&](auto e) { run<decltype(e)>(p, a); });
+}
 }  // namespace
 
-void softmax_v03_online(const Problem& p, const Args& a) {
-  rowwise::with_element(p.dtype, [&](auto e) { run<decltype(e)>(p, a); });
+KL_RUNGS {
+  Rung<SoftmaxParams> r{.op = "softmax",
+                        .name = "cuda_online",
+                        .note = "online softmax: a running max and a rescaled sum in one read of the row and one (max, sum) block reduction, then a pass writing y: two reads of x instead of three"};
+  r.configs = {{.name = "256_threads",
+                .threads = kThreads,
+                .kernels = {{for_elements([](auto e) { return KL_KERNEL(softmax_online<decltype(e)>); }), {"bar.sync", "st.shared"}}},
+                .run = launch}};
+  return {variant_of(r)};
 }
 
 }  // namespace kl::KL_TARGET

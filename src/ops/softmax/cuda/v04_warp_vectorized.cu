@@ -1,19 +1,19 @@
 // softmax v04: a warp per row for rows of up to 1024 columns: the row is read once with 16-byte
 // vector loads (a scalar head and tail where the row is not 16-byte aligned) and held in
 // registers (32 floats per lane); max and sum are warp shuffles. One read of x instead of two,
-// no shared memory and no block barriers.
+// no shared memory and no block barriers. Where x and y rows sit at different offsets from a
+// 16-byte boundary, a scalar instantiation runs instead. Configs: 8 or 4 rows (warps) a block.
 #include "ops/softmax/cuda/softmax_common.cuh"
-#include "ops/softmax/softmax.h"
 
 namespace kl::KL_TARGET {
 
 namespace {
 using namespace softmax;
-constexpr int kWarps = 8;          // rows per block of 256 threads
 constexpr int kPerLane = kSoftmaxWarpMaxCols / 32;  // floats a lane holds in registers
 
-// W elements per access: kVec<E> (16 bytes) when x and y rows share their alignment, else 1.
-template <class E, int W> __global__ void softmax_warp(const E* __restrict__ x, E* __restrict__ y, Shape s) {
+// W elements per access: kVec<E> (16 bytes) when x and y rows share their alignment, else 1;
+// kWarps rows a block.
+template <class E, int W, int kWarps> __global__ void softmax_warp(const E* __restrict__ x, E* __restrict__ y, Shape s) {
   constexpr int kSlots = kPerLane / W;  // packs a lane holds
   const int lane = threadIdx.x % 32, row = blockIdx.x * kWarps + threadIdx.x / 32;
   if (row >= s.rows) return;  // the whole warp leaves together
@@ -72,21 +72,46 @@ template <class E, int W> __global__ void softmax_warp(const E* __restrict__ x, 
   }
 }
 
-template <class E> void run(const Problem& p, const Args& a) {
+template <class E, int kWarps> void run(const SoftmaxParams& p, const Args& a) {
   const Shape s = shape_of(p);
   const E* x = static_cast<const E*>(a.in[0].data());
   E* y = static_cast<E*>(a.out[0].data());
   const unsigned grid = static_cast<unsigned>((s.rows + kWarps - 1) / kWarps);
-  // Vector packs need every row of x and y at the same offset from a 16-byte boundary.
-  if (false)
-    KL_LAUNCH((softmax_warp<E, kVec<E>>), grid, 32 * kWarps, 0, a.stream, x, y, s);
+  // Vector packs need every row of x and y at the same offset from a 16-byte boundary: x and y
+  // advance by the same row length, so their first rows decide.
+  const bool same_offset = reinterpret_cast<uintptr_t>(x) % 16 == reinterpret_cast<uintptr_t>(y) % 16;
+  if (same_offset)
+    KL_LAUNCH((softmax_warp<E, kVec<E>, kWarps>), grid, 32 * kWarps, 0, a.stream, x, y, s);
   else
-    KL_LAUNCH((softmax_warp<E, 1>), grid, 32 * kWarps, 0, a.stream, x, y, s);
+    KL_LAUNCH((softmax_warp<E, 1, kWarps>), grid, 32 * kWarps, 0, a.stream, x, y, s);
+}
+
+template <int kWarps> void launch(const SoftmaxParams& p, const Args& a) {
+  rowwise::with_element(p.x, [&](auto e) { run<decltype(e), kWarps>(p, a); });
+}
+
+template <int kWarps> RungConfig<SoftmaxParams> config() {
+  return {.name = std::to_string(kWarps) + "_rows_per_block",
+          .threads = 32 * kWarps,
+          .kernels = {{for_elements([](auto e) { using E = decltype(e); return KL_KERNEL(softmax_warp<E, kVec<E>, kWarps>); }),
+                       {"shfl.sync", "ld.global.nc.v4", "st.global.v4"},
+                       {"SHFL.BFLY", "LDG.E.128.CONSTANT", "STG.E.128"}},
+                      {for_elements([](auto e) { return KL_KERNEL(softmax_warp<decltype(e), 1, kWarps>); }), {"shfl.sync"}, {"SHFL.BFLY"}}},
+          .run = launch<kWarps>};
 }
 }  // namespace
 
-void softmax_v04_warp_vectorized(const Problem& p, const Args& a) {
-  rowwise::with_element(p.dtype, [&](auto e) { run<decltype(e)>(p, a); });
+KL_RUNGS {
+  Rung<SoftmaxParams> r{.op = "softmax",
+                        .name = "cuda_warp_vectorized",
+                        .note = "a warp per row (up to 1024 columns) holding the row in registers, read once with 16-byte vector loads, max and sum by warp shuffles: one read of x, no shared memory, no barriers"};
+  r.supports = [](const SoftmaxParams& p) -> Reason {
+    if (p.cols <= kSoftmaxWarpMaxCols) return {};
+    return "cols=" + std::to_string(p.cols) + " is over the " + std::to_string(kSoftmaxWarpMaxCols) +
+           " columns a warp holds in registers (32 per lane); cuda_online takes any length";
+  };
+  r.configs = {config<8>(), config<4>()};
+  return {variant_of(r)};
 }
 
 }  // namespace kl::KL_TARGET

@@ -1,0 +1,284 @@
+#include <unistd.h>
+
+#include <algorithm>
+#include <cmath>
+#include <cstring>
+#include <regex>
+#include <fmt/format.h>
+
+#include "kernelab/error.h"
+#include "kernelab/launch_log.h"
+#include "kernelab/op.h"
+
+namespace kl {
+
+std::string_view backend_name(Backend b) {
+  switch (b) {
+    case Backend::cpu: return "cpu";
+    case Backend::cuda: return "cuda";
+    case Backend::sim: return "sim";
+  }
+  return "?";
+}
+
+std::optional<Backend> parse_backend(std::string_view s) {
+  for (Backend b : {Backend::cpu, Backend::cuda, Backend::sim})
+    if (backend_name(b) == s) return b;
+  return std::nullopt;
+}
+
+void Problem::wrong_params(const std::string& op) {
+  runtime_failure(fmt::format("a problem of op {} does not hold the parameters its rung expects", op));
+}
+
+DType Problem::dtype_of(const std::string& tensor) const {
+  auto it = tensor_dtypes.find(tensor);
+  return it == tensor_dtypes.end() ? dtype : it->second;
+}
+
+int64_t Problem::dim(const std::string& name) const {
+  auto it = dims.find(name);
+  if (it == dims.end()) bad_input(fmt::format("op {} has no dimension '{}'", op, name));
+  return it->second;
+}
+
+const std::string& Problem::opt(const std::string& name) const {
+  auto it = opts.find(name);
+  if (it == opts.end()) bad_input(fmt::format("op {} has no option '{}'", op, name));
+  return it->second;
+}
+
+double Problem::opt_number(const std::string& name) const { return std::stod(opt(name)); }
+
+bool Problem::opt_flag(const std::string& name) const {
+  const std::string& v = opt(name);
+  return v == "1" || v == "true" || v == "yes" || v == "on";
+}
+
+std::string Problem::shape_str() const {
+  std::string s;
+  for (const auto& [k, v] : dims) s += (s.empty() ? "" : ",") + k + "=" + std::to_string(v);
+  return s;
+}
+
+std::string Problem::label() const {
+  std::string s = shape_str();
+  for (const auto& [k, v] : opts) s += "," + k + "=" + v;
+  for (const auto& [k, t] : tensor_dtypes) s += "," + k + ":" + std::string(dtype_name(t));
+  return s;
+}
+
+bool Config::launches(const void* kernel, Backend b) const {
+  for (const KernelGroup& g : kernels)
+    for (const KernelRef& k : g.kernels)
+      if ((b == Backend::sim ? k.sim : k.cuda) == kernel) return true;
+  return false;
+}
+
+bool Variant::runs_on(Backend b) const {
+  if (b == backend) return true;
+  return b == Backend::sim && !configs.empty() && configs.front().sim_run != nullptr;
+}
+
+const Config& Variant::config(std::string_view n) const {
+  std::string known;
+  for (const Config& c : configs) {
+    if (c.name == n) return c;
+    known += (known.empty() ? "" : ", ") + c.name;
+  }
+  bad_input(fmt::format("variant {} of {} has no config '{}' (configs: {})", name, op, n, known));
+}
+
+Reason Variant::supports_config(const Problem& p, const Config& c) const {
+  if (Reason why = supports(p)) return why;
+  return c.supports ? c.supports(p) : Reason{};
+}
+
+std::string plain_kernel_name(std::string_view name) {
+  std::string s(name);
+  for (const char* anon : {"(anonymous namespace)::", "{anonymous}::"})
+    for (size_t at; (at = s.find(anon)) != std::string::npos;) s.erase(at, std::strlen(anon));
+  s = std::regex_replace(s, std::regex(R"([A-Za-z_][A-Za-z0-9_]*::)"), "");
+  s = std::regex_replace(s, std::regex(R"(\b([0-9]+)(?:ull|ul|ll|u|l)\b)"), "$1");
+  // Cut the parameter list: the first '(' outside template brackets that follows the name.
+  int depth = 0;
+  for (size_t i = 0; i < s.size(); ++i) {
+    if (s[i] == '<') ++depth;
+    else if (s[i] == '>') --depth;
+    else if (s[i] == '(' && depth == 0 && i > 0 && s[i - 1] != ' ') {
+      s.resize(i);
+      break;
+    }
+  }
+  // A template function's demangled name starts with its return type ("void ").
+  if (s.rfind("void ", 0) == 0) s.erase(0, 5);
+  return s;
+}
+
+std::string kernel_name_of_signature(std::string_view pretty) {
+  const size_t at = pretty.find("K = ");
+  if (at == std::string_view::npos) return plain_kernel_name(pretty);
+  std::string_view k = pretty.substr(at + 4);
+  if (const size_t end = k.rfind(']'); end != std::string_view::npos) k = k.substr(0, end);
+  if (const size_t semi = k.find(';'); semi != std::string_view::npos) k = k.substr(0, semi);  // "...; <other params>"
+  return plain_kernel_name(k);
+}
+
+std::string ops_relative_path(std::string_view file) {
+  const size_t at = file.rfind("src/ops/");
+  return std::string(at == std::string_view::npos ? file : file.substr(at + 8));
+}
+
+int ladder_number_of(std::string_view source) {
+  std::smatch m;
+  const std::string s(source.substr(source.rfind('/') == std::string_view::npos ? 0 : source.rfind('/') + 1));
+  return std::regex_search(s, m, std::regex(R"(v([0-9]+))")) ? std::stoi(m[1]) : 0;
+}
+
+namespace {
+thread_local LaunchLog* active_log = nullptr;
+}
+
+LaunchLog::LaunchLog() : outer_(active_log) { active_log = this; }
+LaunchLog::~LaunchLog() { active_log = outer_; }
+
+void record_launch(const void* kernel) {
+  if (active_log) active_log->kernels_.push_back(kernel);
+}
+
+const Variant* Op::find_variant(std::string_view n) const {
+  for (const Variant& v : variants)
+    if (v.name == n) return &v;
+  return nullptr;
+}
+
+namespace {
+// Bytes of host memory on this machine; problems that cannot fit are refused up front.
+double physical_memory_bytes() {
+  return static_cast<double>(sysconf(_SC_PHYS_PAGES)) * static_cast<double>(sysconf(_SC_PAGE_SIZE));
+}
+
+double spec_bytes(const std::vector<TensorSpec>& specs) {
+  double total = 0;
+  for (const TensorSpec& t : specs) {
+    double n = 1;
+    for (int64_t d : t.shape) n *= static_cast<double>(d);
+    total += n * dtype_bits(t.dtype) / 8.0;
+  }
+  return total;
+}
+}  // namespace
+
+Problem make_problem(const Op& op, DType dtype, const std::map<std::string, int64_t>& dims,
+                     const std::map<std::string, std::string>& opts, Use use,
+                     const std::map<std::string, DType>& tensor_dtypes) {
+  Problem p;
+  p.op = op.name;
+  if (std::find(op.dtypes.begin(), op.dtypes.end(), dtype) == op.dtypes.end()) {
+    std::string ok;
+    for (DType t : op.dtypes) ok += (ok.empty() ? "" : ", ") + std::string(dtype_name(t));
+    bad_input(fmt::format("op {} does not take dtype {} (it takes: {})", op.name, dtype_name(dtype), ok));
+  }
+  p.dtype = dtype;
+  for (const DimSpec& d : op.dims) p.dims[d.name] = d.default_value;
+  for (const OptSpec& o : op.opts) p.opts[o.name] = o.default_value;
+  for (const auto& [k, v] : dims) {
+    if (!p.dims.count(k)) bad_input(fmt::format("op {} has no dimension '{}'", op.name, k));
+    if (v <= 0) bad_input(fmt::format("dimension {}={} of op {} must be positive", k, v, op.name));
+    if (v > (int64_t{1} << 40)) bad_input(fmt::format("dimension {}={} of op {} is impossibly large", k, v, op.name));
+    p.dims[k] = v;
+  }
+  for (const auto& [k, v] : opts) {
+    auto spec = std::find_if(op.opts.begin(), op.opts.end(), [&](const OptSpec& o) { return o.name == k; });
+    if (spec == op.opts.end()) bad_input(fmt::format("op {} has no option '{}'", op.name, k));
+    if (spec->values.empty()) {
+      size_t used = 0;
+      double x = 0;
+      try {
+        x = std::stod(v, &used);
+      } catch (const std::exception&) {
+        used = 0;
+      }
+      if (v.empty() || used != v.size() || !std::isfinite(x)) bad_input(fmt::format("option {}='{}' of op {} is not a finite number", k, v, op.name));
+    } else if (std::find(spec->values.begin(), spec->values.end(), v) == spec->values.end()) {
+      std::string ok;
+      for (const auto& s : spec->values) ok += (ok.empty() ? "" : ", ") + s;
+      bad_input(fmt::format("option {}='{}' of op {} is not one of: {}", k, v, op.name, ok));
+    }
+    p.opts[k] = v;
+  }
+  for (const auto& [tensor, t] : tensor_dtypes) {
+    auto allowed = op.tensor_dtypes.find(tensor);
+    if (allowed == op.tensor_dtypes.end()) {
+      std::string free;
+      for (const auto& [name, _] : op.tensor_dtypes) free += (free.empty() ? "" : ", ") + name;
+      bad_input(fmt::format("op {} has no tensor '{}' whose dtype can be chosen apart (those it has: {})", op.name,
+                            tensor, free.empty() ? "none, every tensor follows --dtype" : free));
+    }
+    if (std::find(allowed->second.begin(), allowed->second.end(), t) == allowed->second.end()) {
+      std::string ok;
+      for (DType a : allowed->second) ok += (ok.empty() ? "" : ", ") + std::string(dtype_name(a));
+      bad_input(fmt::format("tensor {} of op {} does not take dtype {} (it takes: {})", tensor, op.name, dtype_name(t), ok));
+    }
+    if (t != dtype) p.tensor_dtypes[tensor] = t;
+  }
+  if (op.validate) op.validate(p);
+  if (op.parse) p.params = op.parse(p);
+  if (use == Use::cost_only) return p;
+  double need = spec_bytes(op.inputs(p)) + spec_bytes(op.outputs(p));
+  double have = physical_memory_bytes();
+  if (need > 0.8 * have)
+    bad_input(fmt::format("{} {} needs {:.1f} GiB of tensors, more than this machine's {:.1f} GiB can hold",
+                          op.name, p.shape_str(), need / (1 << 30), have / (1 << 30)));
+  return p;
+}
+
+double default_tolerance(DType t) {
+  switch (t) {
+    case DType::f64: return 1e-12;
+    case DType::f32: return 1e-5;                   // different summation orders, ~10^4 terms
+    case DType::f16: return 4 * dtype_epsilon(t);   // 4 * 2^-11: output rounding plus fp32 math
+    case DType::bf16: return 4 * dtype_epsilon(t);  // 4 * 2^-8
+    default: return 4 * dtype_epsilon(t);
+  }
+}
+
+std::vector<double> to_doubles(const Tensor& t) {
+  const Shape& s = t.shape();
+  const auto& st = t.strides();
+  std::vector<double> out(static_cast<size_t>(t.numel()));
+  const int64_t inner = s.empty() ? 1 : s.back();
+  const int64_t inner_stride = s.empty() ? 1 : st.back();
+  const int64_t outer = static_cast<int64_t>(out.size()) / inner;
+  // Rows in parallel; the offset of each row from its multi-index.
+#pragma omp parallel for schedule(static)
+  for (int64_t r = 0; r < outer; ++r) {
+    int64_t off = 0, rem = r;
+    for (size_t d = s.empty() ? 0 : s.size() - 1; d-- > 0;) {  // the outer dimensions (none for rank 0)
+      off += (rem % s[d]) * st[d];
+      rem /= s[d];
+    }
+    for (int64_t j = 0; j < inner; ++j) out[r * inner + j] = t.get(off + j * inner_stride);
+  }
+  return out;
+}
+
+double max_rel_err(const Tensor& y, const std::vector<double>& ref, bool per_row) {
+  std::vector<double> got = to_doubles(y);
+  if (got.size() != ref.size()) return INFINITY;
+  const size_t row = !per_row || y.shape().empty() ? got.size() : static_cast<size_t>(y.shape().back());
+  double worst = 0;
+  for (size_t r0 = 0; r0 < got.size(); r0 += row) {
+    double diff = 0, scale = 0;
+    for (size_t i = r0; i < r0 + row; ++i) {
+      if (!std::isfinite(got[i]) && std::isfinite(ref[i])) return INFINITY;
+      diff = std::max(diff, std::abs(got[i] - ref[i]));
+      scale = std::max(scale, std::abs(ref[i]));
+    }
+    double e = scale > 0 ? diff / scale : (diff > 0 ? INFINITY : 0.0);
+    worst = std::max(worst, e);
+  }
+  return worst;
+}
+
+}  // namespace kl
