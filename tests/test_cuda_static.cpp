@@ -13,7 +13,7 @@
 #include <sstream>
 
 #include "hw/occupancy.h"
-#include "ops/gpu_resources.h"
+#include "ops/static_facts.h"
 
 namespace fs = std::filesystem;
 

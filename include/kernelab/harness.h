@@ -8,31 +8,44 @@
 
 namespace kl {
 
+// One problem's random inputs (fresh, never zeros) and their float64 reference, computed once
+// and shared by every variant and config checked or timed on it.
+struct Prepared {
+  Problem problem;
+  uint64_t seed = 0;
+  std::vector<Tensor> host_in;
+  std::vector<std::vector<double>> ref;  // one per output, row-major logical order
+};
+Prepared prepare(const Op& op, const Problem& p, uint64_t seed);
+
 struct CheckResult {
   Problem problem;
-  std::string variant;
+  std::string variant, config;
   Backend backend = Backend::cpu;
   bool passed = false;
   double max_rel_err = 0;
   double tolerance = 0;
-  std::string failure;  // empty when passed
+  std::string failure;                // empty when passed
+  std::vector<std::string> launched;  // the kernels the run launched, by name, in order
 };
 
-// Runs one variant on fresh random inputs with poisoned outputs and guards, compares every
-// output against the reference. Seeds differ per call.
-CheckResult check_variant(const Op& op, const Variant& v, const Problem& p, Device& dev, uint64_t seed);
+// Runs one config of a variant on the prepared inputs with poisoned outputs and guards, compares
+// every output against the reference, and refuses a launch of a kernel the config does not declare.
+CheckResult check_variant(const Op& op, const Variant& v, const Config& c, const Prepared& prep, Device& dev);
 
-// One variant's results over an op's whole correctness sweep, per dtype.
+// One config's results over an op's whole correctness sweep, per dtype.
 struct CheckTally {
-  std::string op, variant, backend, dtype;
+  std::string op, variant, config, backend, dtype;
   int passed = 0, failed = 0, unsupported = 0;
   double worst = 0, tolerance = 0;  // the largest error seen and the largest tolerance applied
   std::string first_failure, skip_reason;
 };
 
-// Runs every variant whose backend is present in `devs` on every case of op.check_cases, with
-// seeds seed, seed+1, ... (advanced past the last one used).
-std::vector<CheckTally> check_op(const Op& op, DeviceSet& devs, uint64_t& seed);
+// Runs every config of every variant whose backend is present in `devs` on each problem (by
+// default op.check_cases), a fresh seed per problem: seed, seed+1, ... (advanced past the last one
+// used). Only the variants named in `only`, when it is not empty.
+std::vector<CheckTally> check_op(const Op& op, DeviceSet& devs, uint64_t& seed, const std::vector<Problem>& problems = {},
+                                 const std::vector<std::string>& only = {});
 
 struct BenchOptions {
   int warmup = 3;
@@ -44,9 +57,10 @@ struct BenchOptions {
 };
 
 struct Point {
-  std::string op, variant, backend, shape, dtype, label;
+  std::string op, variant, config, backend, shape, dtype, label;
   bool peer = false;
   double median_s = 0, min_s = 0, max_s = 0, p10_s = 0, p90_s = 0;
+  double host_launch_s = 0;  // median host time of the launch calls (CUDA: apart from median_s, the GPU's)
   int runs = 0;
   double noise = 0;  // relative standard error of the mean
   double flops = 0, bytes = 0, tflops = 0, gbps = 0;
@@ -58,8 +72,8 @@ struct Point {
   double peak_flops = 0, bandwidth = 0;
 };
 
-// Times one variant on one problem (checking its result once first).
-Point bench_variant(const Op& op, const Variant& v, const Problem& p, Device& dev,
+// Times one config of a variant on one prepared problem (checking its result once first).
+Point bench_variant(const Op& op, const Variant& v, const Config& c, const Prepared& prep, Device& dev,
                     const BenchOptions& opt);
 
 std::string build_commit();  // the commit this binary was built from

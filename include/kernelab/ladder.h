@@ -23,12 +23,13 @@ struct Ladder {
 };
 
 // Groups points by (op, label, dtype, backend) and orders each group as the registry lists the
-// variants. Peers are compared against, never counted as "the rung below".
+// variants and their configs. A rung is compared with the fastest config of the rung below;
+// peers are compared against, never counted as "the rung below".
 std::vector<Ladder> make_ladders(const std::vector<Point>& points);
 
 // Where a rung is slower than the rung below at some value of a swept axis.
 struct Crossover {
-  std::string op, variant, below, backend, dtype, axis_value;
+  std::string op, variant, config, below, backend, dtype, axis_value;
   double speedup = 0;  // < 1
 };
 std::vector<Crossover> find_crossovers(const std::vector<Ladder>& ladders, const std::string& axis);

@@ -11,6 +11,8 @@
 #include <optional>
 
 #include "kernelab/error.h"
+#include "kernelab/launch_log.h"
+#include "kernelab/roofline.h"
 #include "kernelab/rng.h"
 #include "trace/nvtx.h"
 
@@ -32,69 +34,64 @@ std::vector<Tensor> random_inputs(const Op& op, const Problem& p, uint64_t seed)
   return ins;
 }
 
-// Host inputs and their float64 reference. The last one is kept: benchmarking several variants
-// on one problem (same seed) then draws the inputs and computes the reference once.
-struct Prepared {
-  std::string key;
-  std::vector<Tensor> host_in;
-  std::shared_ptr<const std::vector<std::vector<double>>> ref;
-};
-
-const Prepared& prepare(const Op& op, const Problem& p, uint64_t seed) {
-  static Prepared last;
-  std::string key = fmt::format("{}|{}|{}|{}", op.name, p.label(), dtype_name(p.dtype), seed);
-  if (last.key != key) {
-    last = Prepared{};
-    last.host_in = random_inputs(op, p, seed);
-    last.ref = std::make_shared<const std::vector<std::vector<double>>>(op.reference(p, last.host_in));
-    last.key = key;
-  }
-  return last;
-}
-
 // Everything a run needs, resident on the device.
 struct Staged {
-  std::vector<Tensor> host_in, dev_in, dev_out;
-  std::shared_ptr<const std::vector<std::vector<double>>> ref;
+  std::vector<Tensor> dev_in, dev_out;
   void* workspace = nullptr;
 };
 
-Staged stage(const Op& op, const Variant& v, const Problem& p, Device& dev, uint64_t seed) {
+Staged stage(const Op& op, const Variant& v, const Prepared& prep, Device& dev) {
   Staged s;
-  const Prepared& prep = prepare(op, p, seed);
-  s.host_in = prep.host_in;
-  s.ref = prep.ref;
-  for (const Tensor& t : s.host_in) s.dev_in.push_back(dev.upload(t));
-  for (const TensorSpec& spec : op.outputs(p)) s.dev_out.push_back(dev.allocate(spec));
-  s.workspace = dev.workspace(v.workspace_bytes(p));
+  for (const Tensor& t : prep.host_in) s.dev_in.push_back(dev.upload(t));
+  for (const TensorSpec& spec : op.outputs(prep.problem)) s.dev_out.push_back(dev.allocate(spec));
+  s.workspace = dev.workspace(v.workspace_bytes(prep.problem));
   return s;
 }
 
-// The variant's own build for its backend, or its simulator build on the sim device.
-void launch(const Variant& v, const Problem& p, Staged& s, Device& dev) {
+// The config's launcher for this device: its own build, or its simulator build on the sim device.
+void launch(const Variant& v, const Config& c, const Problem& p, Staged& s, Device& dev) {
   NvtxRange range(v.name.c_str());  // every launch, named by its rung
   Args a{s.dev_in, s.dev_out, s.workspace, dev.stream()};
-  if (dev.backend() == Backend::sim && v.backend != Backend::sim) v.sim_run(p, a);
-  else v.run(p, a);
+  if (dev.backend() == Backend::sim && v.backend != Backend::sim) c.sim_run(p, a);
+  else c.run(p, a);
+}
+
+// The launched kernels by their declared names; a kernel the config does not declare is a failure.
+std::string name_launches(const Config& c, Backend b, const LaunchLog& log, std::vector<std::string>& names) {
+  std::string undeclared;
+  for (const void* k : log.kernels()) {
+    std::string name;
+    for (const KernelGroup& g : c.kernels)
+      for (const KernelRef& r : g.kernels)
+        if ((b == Backend::sim ? r.sim : r.cuda) == k) name = r.name;
+    if (name.empty()) {
+      name = fmt::format("an undeclared kernel at {}", k);
+      if (undeclared.empty()) undeclared = name;
+    }
+    names.push_back(name);
+  }
+  return undeclared.empty() ? ""
+                            : fmt::format("launched {} that config {} does not declare (its static facts would describe other kernels)",
+                                          undeclared, c.name);
 }
 
 // Compares outputs against the reference and checks guards and that inputs were not written.
-CheckResult verify(const Op& op, const Variant& v, const Problem& p, Staged& s, Device& dev) {
+CheckResult verify(const Op& op, const Variant& v, const Config& c, const Prepared& prep, Staged& s, Device& dev) {
   CheckResult r;
-  r.problem = p;
+  r.problem = prep.problem;
   r.variant = v.name;
+  r.config = c.name;
   r.backend = dev.backend();
-  r.tolerance = op.tolerance(p);
-  const auto& ref = *s.ref;
+  r.tolerance = op.tolerance(prep.problem);
   for (size_t i = 0; i < s.dev_out.size(); ++i) {
     Tensor got = dev.download(s.dev_out[i]);
     if (!s.dev_out[i].check_guards()) r.failure = fmt::format("output {} written out of bounds (guard bytes changed)", i);
-    double e = max_rel_err(got, ref.at(i), op.error_per_row);
+    double e = max_rel_err(got, prep.ref.at(i), op.error_per_row);
     r.max_rel_err = std::max(r.max_rel_err, e);
   }
   for (size_t i = 0; i < s.dev_in.size() && r.failure.empty(); ++i) {
     Tensor back = dev.download(s.dev_in[i]);
-    if (std::memcmp(back.data(), s.host_in[i].data(), back.nbytes()) != 0 || !s.dev_in[i].check_guards())
+    if (std::memcmp(back.data(), prep.host_in[i].data(), back.nbytes()) != 0 || !s.dev_in[i].check_guards())
       r.failure = fmt::format("input {} was modified by the variant", i);
   }
   if (r.failure.empty() && !(r.max_rel_err <= r.tolerance))
@@ -102,6 +99,17 @@ CheckResult verify(const Op& op, const Variant& v, const Problem& p, Staged& s, 
                     ? fmt::format("max_rel_err {:.3g} over tolerance {:.3g}", r.max_rel_err, r.tolerance)
                     : "non-finite output (NaN/inf, or a poisoned element never written)";
   r.passed = r.failure.empty();
+  return r;
+}
+
+CheckResult failed(const Op& op, const Variant& v, const Config& c, const Problem& p, Backend b, std::string why) {
+  CheckResult r;
+  r.problem = p;
+  r.variant = v.name;
+  r.config = c.name;
+  r.backend = b;
+  r.tolerance = op.tolerance(p);
+  r.failure = std::move(why);
   return r;
 }
 
@@ -114,86 +122,105 @@ double quantile(std::vector<double> v, double q) {
 }
 }  // namespace
 
-CheckResult check_variant(const Op& op, const Variant& v, const Problem& p, Device& dev, uint64_t seed) {
-  if (auto why = v.supports(p)) {
-    CheckResult r;
-    r.problem = p;
-    r.variant = v.name;
-    r.backend = dev.backend();
-    r.failure = "unsupported: " + *why;
-    return r;
-  }
-  NvtxRange range(fmt::format("check {} {} {}", op.name, v.name, p.label()));
-  Staged s = stage(op, v, p, dev, seed);
-  for (Tensor& t : s.dev_out) dev.poison(t);
-  try {
-    launch(v, p, s, dev);
-    dev.synchronize();
-  } catch (const RuntimeFailure& e) {  // a refused launch, a deadlock, a bad access: this case fails
-    CheckResult r;
-    r.problem = p;
-    r.variant = v.name;
-    r.backend = dev.backend();
-    r.tolerance = op.tolerance(p);
-    r.failure = e.what();
-    return r;
-  }
-  return verify(op, v, p, s, dev);
+Prepared prepare(const Op& op, const Problem& p, uint64_t seed) {
+  Prepared prep;
+  prep.problem = p;
+  prep.seed = seed;
+  prep.host_in = random_inputs(op, p, seed);
+  prep.ref = op.reference(p, prep.host_in);
+  return prep;
 }
 
-std::vector<CheckTally> check_op(const Op& op, DeviceSet& devs, uint64_t& seed) {
+CheckResult check_variant(const Op& op, const Variant& v, const Config& c, const Prepared& prep, Device& dev) {
+  const Problem& p = prep.problem;
+  if (auto why = v.supports_config(p, c)) return failed(op, v, c, p, dev.backend(), "unsupported: " + *why);
+  NvtxRange range(fmt::format("check {} {} {} {}", op.name, v.name, c.name, p.label()));
+  Staged s = stage(op, v, prep, dev);
+  for (Tensor& t : s.dev_out) dev.poison(t);
+  std::vector<std::string> launched;
+  std::string undeclared;
+  try {
+    LaunchLog log;
+    launch(v, c, p, s, dev);
+    dev.synchronize();
+    undeclared = name_launches(c, dev.backend(), log, launched);
+  } catch (const RuntimeFailure& e) {  // a refused launch, a deadlock, a bad access: this case fails
+    return failed(op, v, c, p, dev.backend(), e.what());
+  }
+  CheckResult r = verify(op, v, c, prep, s, dev);
+  r.launched = std::move(launched);
+  if (v.backend != Backend::cpu && !undeclared.empty()) {
+    r.failure = undeclared;
+    r.passed = false;
+  }
+  return r;
+}
+
+std::vector<CheckTally> check_op(const Op& op, DeviceSet& devs, uint64_t& seed, const std::vector<Problem>& problems,
+                                 const std::vector<std::string>& only) {
   std::vector<CheckTally> tallies;
-  auto tally_of = [&](const Variant& v, Backend b, DType t) -> CheckTally& {
+  auto tally_of = [&](const Variant& v, const Config& c, Backend b, DType t) -> CheckTally& {
     for (CheckTally& x : tallies)
-      if (x.variant == v.name && x.backend == backend_name(b) && x.dtype == dtype_name(t)) return x;
+      if (x.variant == v.name && x.config == c.name && x.backend == backend_name(b) && x.dtype == dtype_name(t)) return x;
     CheckTally fresh;
     fresh.op = op.name;
     fresh.variant = v.name;
+    fresh.config = c.name;
     fresh.backend = backend_name(b);
     fresh.dtype = dtype_name(t);
     tallies.push_back(fresh);
     return tallies.back();
   };
+  const std::vector<Problem> cases = problems.empty() ? op.check_cases(op) : problems;
+  auto wanted = [&](const Variant& v) { return only.empty() || std::find(only.begin(), only.end(), v.name) != only.end(); };
   for (auto& dev : devs.present)
-    for (const Problem& p : op.check_cases(op))
+    for (const Problem& p : cases) {
+      std::optional<Prepared> prep;  // drawn once per problem, only if some variant runs it
       for (const Variant& v : op.variants) {
-        if (!v.runs_on(dev->backend())) continue;
-        CheckTally& t = tally_of(v, dev->backend(), p.dtype);
-        if (auto why = v.supports(p)) {
-          ++t.unsupported;
-          t.skip_reason = *why;
-          continue;
-        }
-        CheckResult r = check_variant(op, v, p, *dev, seed++);
-        t.worst = std::max(t.worst, r.max_rel_err);
-        t.tolerance = std::max(t.tolerance, r.tolerance);
-        if (r.passed) {
-          ++t.passed;
-        } else {
-          ++t.failed;
-          if (t.first_failure.empty()) t.first_failure = p.label() + ": " + r.failure;
+        if (!v.runs_on(dev->backend()) || !wanted(v)) continue;
+        for (const Config& c : v.configs) {
+          CheckTally& t = tally_of(v, c, dev->backend(), p.dtype);
+          if (auto why = v.supports_config(p, c)) {
+            ++t.unsupported;
+            t.skip_reason = *why;
+            continue;
+          }
+          if (!prep) prep = prepare(op, p, seed++);
+          CheckResult r = check_variant(op, v, c, *prep, *dev);
+          t.worst = std::max(t.worst, r.max_rel_err);
+          t.tolerance = std::max(t.tolerance, r.tolerance);
+          if (r.passed) {
+            ++t.passed;
+          } else {
+            ++t.failed;
+            if (t.first_failure.empty()) t.first_failure = p.label() + ": " + r.failure;
+          }
         }
       }
+    }
   return tallies;
 }
 
-Point bench_variant(const Op& op, const Variant& v, const Problem& p, Device& dev, const BenchOptions& opt) {
-  if (auto why = v.supports(p)) bad_input(fmt::format("variant {} does not support {}: {}", v.name, p.label(), *why));
+Point bench_variant(const Op& op, const Variant& v, const Config& c, const Prepared& prep, Device& dev, const BenchOptions& opt) {
+  const Problem& p = prep.problem;
+  if (auto why = v.supports_config(p, c))
+    bad_input(fmt::format("variant {} (config {}) does not support {}: {}", v.name, c.name, p.label(), *why));
   if (!dev.times()) bad_input(fmt::format("{} checks correctness; it does not time", dev.name()));
   // NVTX: the benchmark as one range, its phases nested (an Nsight Systems timeline reads by rung).
-  NvtxRange range(fmt::format("bench {} {} {} {}", op.name, v.name, p.label(), dtype_name(p.dtype)));
+  NvtxRange range(fmt::format("bench {} {} {} {} {}", op.name, v.name, c.name, p.label(), dtype_name(p.dtype)));
   std::optional<NvtxRange> phase(std::in_place, "stage and verify");
-  Staged s = stage(op, v, p, dev, 0x5EED ^ std::hash<std::string>{}(p.label()));
+  Staged s = stage(op, v, prep, dev);
   for (Tensor& t : s.dev_out) dev.poison(t);
-  launch(v, p, s, dev);
+  launch(v, c, p, s, dev);
   dev.synchronize();
-  CheckResult c = verify(op, v, p, s, dev);
-  if (!c.passed) runtime_failure(fmt::format("{} {} {}: wrong result, not timed: {}", op.name, v.name, p.label(), c.failure));
+  CheckResult checked = verify(op, v, c, prep, s, dev);
+  if (!checked.passed)
+    runtime_failure(fmt::format("{} {} {} {}: wrong result, not timed: {}", op.name, v.name, c.name, p.label(), checked.failure));
 
   phase.reset();
   phase.emplace("warm-up");
-  const double first = dev.time([&] { launch(v, p, s, dev); });  // the first timed warm-up run
-  for (int i = 1; i < opt.warmup && i * first < opt.max_seconds / 4; ++i) launch(v, p, s, dev);
+  const double first = dev.time([&] { launch(v, c, p, s, dev); });  // the first timed warm-up run
+  for (int i = 1; i < opt.warmup && i * first < opt.max_seconds / 4; ++i) launch(v, c, p, s, dev);
   dev.synchronize();
   phase.reset();
   phase.emplace("timed runs");
@@ -201,7 +228,7 @@ Point bench_variant(const Op& op, const Variant& v, const Problem& p, Device& de
   auto t_start = std::chrono::steady_clock::now();
   for (;;) {
     if (opt.cold) dev.flush_caches();
-    times.push_back(dev.time([&] { launch(v, p, s, dev); }));
+    times.push_back(dev.time([&] { launch(v, c, p, s, dev); }));
     const int n = static_cast<int>(times.size());
     const double elapsed = std::chrono::duration<double>(std::chrono::steady_clock::now() - t_start).count();
     if (n >= opt.max_runs) break;
@@ -216,6 +243,7 @@ Point bench_variant(const Op& op, const Variant& v, const Problem& p, Device& de
   Point pt;
   pt.op = op.name;
   pt.variant = v.name;
+  pt.config = c.name;
   pt.backend = std::string(backend_name(v.backend));
   pt.shape = p.shape_str();
   pt.label = p.label();
@@ -237,15 +265,19 @@ Point bench_variant(const Op& op, const Variant& v, const Problem& p, Device& de
   pt.tflops = cost.flops / pt.median_s / 1e12;
   pt.gbps = cost.bytes / pt.median_s / 1e9;
   const Ceilings ceil = dev.ceilings(p.dtype);
-  const double t_compute = ceil.peak_flops > 0 ? cost.flops / ceil.peak_flops : 0;
-  const double t_memory = ceil.bandwidth > 0 ? cost.bytes / ceil.bandwidth : 0;
-  pt.t_lower_bound_s = std::max(t_compute, t_memory);
-  pt.bound = t_compute > t_memory ? "compute" : "memory";
+  if (ceil.peak_flops > 0 && ceil.bandwidth > 0) {
+    const Roofline roof = roofline(cost, ceil.peak_flops, ceil.bandwidth);
+    pt.t_lower_bound_s = roof.t_lower_bound_s;
+    pt.bound = roof.bound();
+  } else {  // a ceiling unknown: the bound of the one that is known, said in ceilings_source
+    pt.t_lower_bound_s = ceil.bandwidth > 0 ? cost.bytes / ceil.bandwidth : ceil.peak_flops > 0 ? cost.flops / ceil.peak_flops : 0;
+    pt.bound = ceil.bandwidth > 0 ? "memory" : "compute";
+  }
   pt.pct_of_bound = 100.0 * pt.t_lower_bound_s / pt.median_s;
   pt.peak_flops = ceil.peak_flops;
   pt.bandwidth = ceil.bandwidth;
   pt.ceilings_source = ceil.flops_source + "; " + ceil.bandwidth_source;
-  pt.max_rel_err = c.max_rel_err;
+  pt.max_rel_err = checked.max_rel_err;
   pt.cold = opt.cold;
   pt.device = dev.name();
   pt.clocks = dev.clocks();

@@ -23,22 +23,25 @@ std::vector<Ladder> make_ladders(const std::vector<Point>& points) {
     const Point* peer = nullptr;
     for (const Point* p : pts)
       if (p->peer) peer = p;
-    const Point* below = nullptr;
-    for (const Variant& v : op.variants) {  // registry order is rung order
-      for (const Point* p : pts) {
-        if (p->variant != v.name) continue;
-        LadderRow row{*p, v.note, {}, {}, "", ""};
-        if (below && !p->peer) {
-          row.vs_below = below->median_s / p->median_s;
-          row.below = below->variant;
+    const Point* below = nullptr;  // the fastest config of the last rung seen
+    for (const Variant& v : op.variants) {  // registry order is rung order, then config order
+      const Point* fastest = nullptr;
+      for (const Config& c : v.configs)
+        for (const Point* p : pts) {
+          if (p->variant != v.name || p->config != c.name) continue;
+          LadderRow row{*p, v.note, {}, {}, "", ""};
+          if (below && !p->peer) {
+            row.vs_below = below->median_s / p->median_s;
+            row.below = below->variant;
+          }
+          if (peer && peer != p) {
+            row.vs_peer = peer->median_s / p->median_s;
+            row.peer = peer->variant;
+          }
+          if (!fastest || p->median_s < fastest->median_s) fastest = p;
+          L.rows.push_back(row);
         }
-        if (peer && peer != p) {
-          row.vs_peer = peer->median_s / p->median_s;
-          row.peer = peer->variant;
-        }
-        if (!p->peer) below = p;
-        L.rows.push_back(row);
-      }
+      if (fastest && !fastest->peer) below = fastest;
     }
     out.push_back(std::move(L));
   }
@@ -53,7 +56,7 @@ std::vector<Crossover> find_crossovers(const std::vector<Ladder>& ladders, const
         std::string value = L.label;
         auto at = L.label.find(axis + "=");
         if (at != std::string::npos) value = L.label.substr(at + axis.size() + 1, L.label.find(',', at) - at - axis.size() - 1);
-        out.push_back({L.op, r.point.variant, r.below, L.backend, L.dtype, value, *r.vs_below});
+        out.push_back({L.op, r.point.variant, r.point.config, r.below, L.backend, L.dtype, value, *r.vs_below});
       }
   return out;
 }

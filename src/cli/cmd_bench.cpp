@@ -1,5 +1,6 @@
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
+#include <optional>
 
 #include "cli/common.h"
 #include "kernelab/error.h"
@@ -12,7 +13,7 @@ namespace kl::cli {
 namespace {
 struct BenchFlags {
   std::string op, backend, trace;
-  std::vector<std::string> variants;
+  std::vector<std::string> variants, configs;
   bool json = false, cold = false;
   double max_seconds = 1.0;
   ProblemFlags problem;
@@ -21,6 +22,7 @@ struct BenchFlags {
     sub.add_option("op", op, "the op")->required();
     sub.add_option("--backend", backend, "cpu, cuda or sim (default: every backend present)");
     sub.add_option("--variant", variants, "variants to run (default: all)")->delimiter(',');
+    sub.add_option("--config", configs, "configs to run (default: bench the first of each variant, sweep all)")->delimiter(',');
     sub.add_flag("--json", json, "print one JSON object");
     sub.add_flag("--cold", cold, "flush caches before every timed run");
     sub.add_option("--max-seconds", max_seconds, "timing budget per point after warm-up")->check(CLI::PositiveNumber);
@@ -41,21 +43,30 @@ void finish_trace(std::unique_ptr<trace::CuptiTracer>& tracer, const BenchFlags&
   fmt::print(stderr, "trace: {} events written to {} (kernelab trace analyze {})\n", n, f.trace, f.trace);
 }
 
-// Benchmarks every chosen variant on p on each present device.
-std::vector<Point> run_points(const Op& op, const Problem& p, const BenchFlags& f, DeviceSet& devs) {
+// Benchmarks the chosen configs of every chosen variant on p on each present device: the inputs
+// and their reference drawn once for all of them.
+std::vector<Point> run_points(const Op& op, const Problem& p, const BenchFlags& f, DeviceSet& devs, bool every_config) {
   BenchOptions opt;
   opt.cold = f.cold;
   opt.max_seconds = f.max_seconds;
   std::vector<Point> points;
-  for (const Variant* v : chosen_variants(op, f.variants)) {
+  const std::vector<const Variant*> variants = chosen_variants(op, f.variants);
+  check_config_names(op, variants, f.configs);
+  std::optional<Prepared> prep;
+  for (const Variant* v : variants) {
     Device* dev = find_device(devs, v->backend);
-    if (!dev || v->supports(p)) {
-      if (!f.variants.empty() && !dev) runtime_failure(fmt::format("variant {} needs the {} backend, which is not present", v->name, backend_name(v->backend)));
-      if (!f.variants.empty()) bad_input(fmt::format("variant {} does not support {}: {}", v->name, p.label(), *v->supports(p)));
-      continue;
+    if (!dev && !f.variants.empty())
+      runtime_failure(fmt::format("variant {} needs the {} backend, which is not present", v->name, backend_name(v->backend)));
+    if (!dev) continue;
+    for (const Config* c : chosen_configs(*v, f.configs, !every_config)) {
+      if (auto why = v->supports_config(p, *c)) {
+        if (!f.variants.empty()) bad_input(fmt::format("variant {} (config {}) does not support {}: {}", v->name, c->name, p.label(), *why));
+        continue;
+      }
+      if (!f.json) fmt::print(stderr, "  timing {} {} {} ...\n", v->name, c->name, p.label());
+      if (!prep) prep = prepare(op, p, 0x5EED ^ std::hash<std::string>{}(p.label()));
+      points.push_back(bench_variant(op, *v, *c, *prep, *dev, opt));
     }
-    if (!f.json) fmt::print(stderr, "  timing {} {} ...\n", v->name, p.label());
-    points.push_back(bench_variant(op, *v, p, *dev, opt));
   }
   return points;
 }
@@ -66,12 +77,12 @@ void print_ladders(const std::vector<Ladder>& ladders) {
     std::vector<std::vector<std::string>> rows;
     for (const LadderRow& r : L.rows) {
       const Point& p = r.point;
-      rows.push_back({p.variant + (p.peer ? " (peer)" : ""), format_seconds(p.median_s),
+      rows.push_back({p.variant + (p.peer ? " (peer)" : ""), p.config, format_seconds(p.median_s),
                       fmt::format("{}-{}", format_seconds(p.p10_s), format_seconds(p.p90_s)), fmt::format("{:.3f}", p.tflops),
                       fmt::format("{:.1f}", p.gbps), fmt::format("{:.1f}% ({})", p.pct_of_bound, p.bound),
                       format_ratio(r.vs_below), format_ratio(r.vs_peer), fmt::format("{:.1e}", p.max_rel_err)});
     }
-    print_table({"variant", "median", "p10-p90", "TFLOP/s", "GB/s", "of bound", "vs below", "vs peer", "max_rel_err"}, rows);
+    print_table({"variant", "config", "median", "p10-p90", "TFLOP/s", "GB/s", "of bound", "vs below", "vs peer", "max_rel_err"}, rows);
   }
 }
 
@@ -93,7 +104,7 @@ void add_bench(CLI::App& app) {
     auto tracer = start_trace(f);
     DeviceSet devs = open_devices(wanted_backends(f.backend));
     if (devs.present.empty()) runtime_failure("backend " + devs.absent.front());
-    std::vector<Point> points = run_points(op, p, f, devs);
+    std::vector<Point> points = run_points(op, p, f, devs, false);
     finish_trace(tracer, f);
     if (points.empty()) bad_input(fmt::format("no variant of {} runs {} on the backends present", op.name, p.label()));
     if (f.json) {
@@ -144,21 +155,21 @@ void add_sweep(CLI::App& app) {
       } else {
         opts[name] = value;
       }
-      problems.push_back(make_problem(op, f.problem.dtype(op), dims, opts));
+      problems.push_back(make_problem(op, f.problem.dtype(op), dims, opts, Use::run, f.problem.given_tensor_dtypes()));
     }
     auto tracer = start_trace(f);
     DeviceSet devs = open_devices(wanted_backends(f.backend));
     if (devs.present.empty()) runtime_failure("backend " + devs.absent.front());
     std::vector<Point> points;
     for (const Problem& p : problems)
-      for (Point& pt : run_points(op, p, f, devs)) points.push_back(pt);
+      for (Point& pt : run_points(op, p, f, devs, true)) points.push_back(pt);
     finish_trace(tracer, f);
     auto ladders = make_ladders(points);
     auto crossovers = find_crossovers(ladders, name);
     if (f.json) {
       nlohmann::json cj = nlohmann::json::array();
       for (const Crossover& c : crossovers)
-        cj.push_back({{"op", c.op}, {"variant", c.variant}, {"below", c.below}, {"backend", c.backend}, {"dtype", c.dtype},
+        cj.push_back({{"op", c.op}, {"variant", c.variant}, {"config", c.config}, {"below", c.below}, {"backend", c.backend}, {"dtype", c.dtype},
                       {"axis", name}, {"value", c.axis_value}, {"speedup", c.speedup}});
       fmt::print("{}\n", nlohmann::json{{"axis", name}, {"points", points_json(points)}, {"crossovers", cj},
                                         {"absent_backends", devs.absent}}.dump(2));
@@ -168,7 +179,8 @@ void add_sweep(CLI::App& app) {
     fmt::print("\ncrossovers along {} (a rung slower than the rung below):\n", name);
     if (crossovers.empty()) fmt::print("  none: every rung is at least as fast as the one below at every value\n");
     for (const Crossover& c : crossovers)
-      fmt::print("  {}={}: {} is {:.2f}x the speed of {} ({} {})\n", name, c.axis_value, c.variant, c.speedup, c.below, c.backend, c.dtype);
+      fmt::print("  {}={}: {} ({}) is {:.2f}x the speed of {} ({} {})\n", name, c.axis_value, c.variant, c.config, c.speedup, c.below,
+                 c.backend, c.dtype);
   });
 }
 

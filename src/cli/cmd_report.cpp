@@ -43,17 +43,20 @@ void add_report(CLI::App& app) {
         passed += t.passed;
         failed += t.failed;
         all_passed = all_passed && t.failed == 0;
-        if (t.failed) r.check_summary.push_back(fmt::format("{} {} {} FAILED: {}", op.name, t.variant, t.dtype, t.first_failure));
+        if (t.failed)
+          r.check_summary.push_back(fmt::format("{} {} ({}) {} FAILED: {}", op.name, t.variant, t.config, t.dtype, t.first_failure));
         tallies.push_back(t);
       }
       r.check_summary.push_back(fmt::format("{}: {} of {} checks passed (every variant, the sweep of shapes and dtypes "
                                             "of `kernelab check {}`)", op.name, passed, passed + failed, op.name));
       for (const Problem& p : op.report_cases(op)) {
+        const Prepared prep = prepare(op, p, seed++);  // the inputs and reference, once for every variant
         for (const Variant& v : op.variants) {
           Device* dev = find_device(devs, v.backend);
-          if (!dev || v.supports(p)) continue;
+          const Config& c = v.configs.front();  // the default config; `sweep` times them all
+          if (!dev || v.supports_config(p, c)) continue;
           fmt::print(stderr, "report: {} {} {} {}\n", op.name, v.name, dtype_name(p.dtype), p.label());
-          r.points.push_back(bench_variant(op, v, p, *dev, opt));
+          r.points.push_back(bench_variant(op, v, c, prep, *dev, opt));
           if (roofs_done.insert({dev->name(), std::string(dtype_name(p.dtype))}).second) {
             Ceilings c = dev->ceilings(p.dtype);
             r.roofs.push_back({dev->name(), std::string(backend_name(dev->backend())), std::string(dtype_name(p.dtype)),

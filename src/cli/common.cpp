@@ -24,6 +24,8 @@ void ProblemFlags::attach(CLI::App& app) {
       if (seen.insert(o.name).second) app.add_option(flag_name(o.name), opts_[o.name], o.help);
   }
   app.add_option("--dtype", dtype_flag, "fp32, fp16, bf16, ...");
+  app.add_option("--tensor-dtype", tensor_dtype_flags, "a tensor's own dtype, NAME=DTYPE (the op's list says which tensors may)")
+      ->delimiter(',');
 }
 
 std::map<std::string, int64_t> ProblemFlags::given_dims(const Op& op) const {
@@ -55,7 +57,25 @@ DType ProblemFlags::dtype(const Op& op) const {
   return *t;
 }
 
-Problem ProblemFlags::problem(const Op& op) const { return make_problem(op, dtype(op), given_dims(op), given_opts(op)); }
+std::map<std::string, DType> ProblemFlags::given_tensor_dtypes() const {
+  std::map<std::string, DType> out;
+  for (const std::string& f : tensor_dtype_flags) {
+    const size_t eq = f.find('=');
+    if (eq == std::string::npos || eq == 0) bad_input(fmt::format("--tensor-dtype '{}' is not NAME=DTYPE", f));
+    auto t = parse_dtype(f.substr(eq + 1));
+    if (!t) bad_input(fmt::format("unknown dtype '{}' in --tensor-dtype {}", f.substr(eq + 1), f));
+    out[f.substr(0, eq)] = *t;
+  }
+  return out;
+}
+
+bool ProblemFlags::any_given(const Op& op) const {
+  return !given_dims(op).empty() || !given_opts(op).empty() || !dtype_flag.empty() || !tensor_dtype_flags.empty();
+}
+
+Problem ProblemFlags::problem(const Op& op) const {
+  return make_problem(op, dtype(op), given_dims(op), given_opts(op), Use::run, given_tensor_dtypes());
+}
 
 std::vector<Backend> wanted_backends(const std::string& flag) {
   if (flag.empty()) return {Backend::cpu, Backend::cuda, Backend::sim};
@@ -80,6 +100,27 @@ std::vector<const Variant*> chosen_variants(const Op& op, const std::vector<std:
     out.push_back(v);
   }
   return out;
+}
+
+std::vector<const Config*> chosen_configs(const Variant& v, const std::vector<std::string>& names, bool first_only) {
+  std::vector<const Config*> out;
+  for (const Config& c : v.configs)
+    if (names.empty() ? (!first_only || out.empty()) : std::find(names.begin(), names.end(), c.name) != names.end())
+      out.push_back(&c);
+  return out;
+}
+
+void check_config_names(const Op& op, const std::vector<const Variant*>& variants, const std::vector<std::string>& names) {
+  for (const std::string& n : names) {
+    std::string known;
+    bool found = false;
+    for (const Variant* v : variants)
+      for (const Config& c : v->configs) {
+        found = found || c.name == n;
+        known += (known.empty() ? "" : ", ") + v->name + ":" + c.name;
+      }
+    if (!found) bad_input(fmt::format("no chosen variant of {} has config '{}' (variant:config pairs: {})", op.name, n, known));
+  }
 }
 
 std::string format_seconds(double s) {

@@ -21,7 +21,10 @@ class ProblemFlags {
   DType dtype(const Op& op) const;      // --dtype, else the op's first dtype
   std::map<std::string, int64_t> given_dims(const Op& op) const;
   std::map<std::string, std::string> given_opts(const Op& op) const;
+  std::map<std::string, DType> given_tensor_dtypes() const;  // --tensor-dtype NAME=DTYPE,...
+  bool any_given(const Op& op) const;  // a shape, option or dtype flag was given
   std::string dtype_flag;
+  std::vector<std::string> tensor_dtype_flags;
 
  private:
   std::map<std::string, int64_t> dims_;
@@ -37,6 +40,11 @@ std::vector<Backend> wanted_backends(const std::string& flag);
 // Variants of op on backend b that the user asked for (--variant, comma separated); BadInput
 // naming an unknown variant.
 std::vector<const Variant*> chosen_variants(const Op& op, const std::vector<std::string>& names);
+// The configs of v to run: those named (--config, comma separated; BadInput naming one v lacks,
+// unless another chosen variant has it), else all of them, or only the first when `first_only`.
+std::vector<const Config*> chosen_configs(const Variant& v, const std::vector<std::string>& names, bool first_only);
+// BadInput for a --config name that none of the variants has.
+void check_config_names(const Op& op, const std::vector<const Variant*>& variants, const std::vector<std::string>& names);
 
 std::string format_seconds(double s);
 std::string format_ratio(const std::optional<double>& r);

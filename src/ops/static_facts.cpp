@@ -1,13 +1,18 @@
-#include "ops/gpu_resources.h"
+#include "ops/static_facts.h"
 
+#include <cxxabi.h>
 #include <fmt/format.h>
 
 #include <algorithm>
 #include <cctype>
+#include <cstdlib>
+#include <filesystem>
 #include <fstream>
+#include <regex>
+#include <set>
+#include <sstream>
 
 #include "hw/occupancy.h"
-#include "hw/specs.h"
 
 namespace kl {
 
@@ -30,89 +35,154 @@ std::string_view trim(std::string_view s) {
   return s.substr(b, s.find_last_not_of(ws) - b + 1);
 }
 
-KernelResources kernel_from_json(const std::string& name, const nlohmann::json& a) {
-  KernelResources k;
-  k.name = name;
-  k.registers = a.value("registers", 0);
-  k.smem_bytes = a.value("smem_bytes", int64_t{0});
-  k.spill_store_bytes = a.value("spill_store_bytes", int64_t{0});
-  k.spill_load_bytes = a.value("spill_load_bytes", int64_t{0});
-  k.stack_frame_bytes = a.value("stack_frame_bytes", int64_t{0});
-  k.lmem_bytes = a.value("lmem_bytes", int64_t{0});
-  return k;
+std::string demangle(const std::string& mangled) {
+  int status = 0;
+  char* d = abi::__cxa_demangle(mangled.c_str(), nullptr, nullptr, &status);
+  std::string out = status == 0 && d ? d : mangled;
+  std::free(d);
+  return out;
 }
 
-nlohmann::json kernel_json(const KernelResources& k) {
-  return {{"name", k.name},
-          {"registers", k.registers},
-          {"smem_bytes", k.smem_bytes},
-          {"spill_bytes", k.spill_bytes()},
-          {"spill_store_bytes", k.spill_store_bytes},
-          {"spill_load_bytes", k.spill_load_bytes},
-          {"stack_frame_bytes", k.stack_frame_bytes}};
+KernelFacts& kernel_in(ObjectFacts& o, const std::string& arch, const std::string& mangled) {
+  auto& ks = o.kernels[arch];
+  for (KernelFacts& k : ks)
+    if (k.mangled == mangled) return k;
+  KernelFacts k;
+  k.mangled = mangled;
+  k.name = plain_kernel_name(demangle(mangled));
+  ks.push_back(std::move(k));
+  return ks.back();
+}
+
+int64_t field(const std::string& line, const char* key) {
+  std::smatch m;
+  return std::regex_search(line, m, std::regex(std::string(key) + ":([0-9]+)")) ? std::stoll(m[1]) : 0;
+}
+
+// The PTX of each .entry in an embedded PTX text: from its name to the brace closing its body.
+void split_ptx_entries(ObjectFacts& o, const std::string& arch, const std::string& ptx) {
+  static const std::regex entry(R"(\.entry\s+([A-Za-z0-9_$]+)\s*\()");
+  for (auto it = std::sregex_iterator(ptx.begin(), ptx.end(), entry); it != std::sregex_iterator(); ++it) {
+    const size_t open = ptx.find('{', it->position());
+    if (open == std::string::npos) continue;
+    int depth = 0;
+    size_t end = open;
+    for (; end < ptx.size(); ++end) {
+      if (ptx[end] == '{') ++depth;
+      else if (ptx[end] == '}' && --depth == 0) break;
+    }
+    kernel_in(o, arch, (*it)[1]).ptx = ptx.substr(open, end - open + 1);
+  }
 }
 
 }  // namespace
 
-KernelResources RungStatic::max_over_kernels(const std::string& arch) const {
-  KernelResources m;
-  m.name = "max";
+const KernelFacts* ObjectFacts::find(const std::string& arch, const std::string& plain_name) const {
   auto it = kernels.find(arch);
-  if (it == kernels.end()) return m;
-  for (const KernelResources& k : it->second) {
-    m.registers = std::max(m.registers, k.registers);
-    m.smem_bytes = std::max(m.smem_bytes, k.smem_bytes);
-    m.spill_store_bytes = std::max(m.spill_store_bytes, k.spill_store_bytes);
-    m.spill_load_bytes = std::max(m.spill_load_bytes, k.spill_load_bytes);
-    m.stack_frame_bytes = std::max(m.stack_frame_bytes, k.stack_frame_bytes);
-    m.lmem_bytes = std::max(m.lmem_bytes, k.lmem_bytes);
-  }
-  return m;
+  if (it == kernels.end()) return nullptr;
+  for (const KernelFacts& k : it->second)
+    if (k.name == plain_name) return &k;
+  return nullptr;
 }
 
-const RungStatic* CudaStatic::find(const std::string& source) const {
-  auto it = rungs.find(source);
-  return it == rungs.end() ? nullptr : &it->second;
+const ObjectFacts* CudaStatic::find(const std::string& source) const {
+  auto it = objects.find(source);
+  return it == objects.end() ? nullptr : &it->second;
 }
 
 bool cuda_static_expected() {
-#ifdef KERNELAB_CUDA_STATIC_JSON
+#ifdef KERNELAB_CUDA_STATIC_DIR
   return true;
 #else
   return false;
 #endif
 }
 
-CudaStatic load_cuda_static(const std::string& path) {
+CudaStatic parse_cuobjdump(std::string_view text) {
   CudaStatic s;
-  s.path = path;
-  std::ifstream in(path);
-  if (!in) {
-    s.why_not = fmt::format("not available: {} not found (built by the kernelab_cuda_static target)", path);
-    return s;
-  }
-  try {
-    const nlohmann::json j = nlohmann::json::parse(in);
-    s.archs = j.at("archs").get<std::vector<std::string>>();
-    for (const auto& [source, f] : j.at("sources").items()) {
-      RungStatic& r = s.rungs[source];
-      r.source = source;
-      for (const auto& [arch, ptx] : f.at("ptx").items()) r.ptx_files[arch] = ptx.get<std::string>();
-      for (const auto& [name, k] : f.at("kernels").items())
-        for (const std::string& arch : s.archs)
-          if (k.contains(arch))
-            (k.value("entry", true) ? r.kernels : r.device_functions)[arch].push_back(kernel_from_json(name, k[arch]));
+  std::set<std::string> archs;
+  ObjectFacts* obj = nullptr;
+  std::string arch, mode, sass_kernel, pending_res, ptx;
+  auto flush_ptx = [&] {
+    if (obj && !ptx.empty()) split_ptx_entries(*obj, arch, ptx);
+    ptx.clear();
+  };
+  static const std::regex sass_line(R"(^\s*/\*[0-9a-f]{4,}\*/\s+(?:@!?U?P[0-9T]+\s+)?([A-Z][A-Z0-9_.]*))");
+  for (std::string_view view : split(text, '\n')) {
+    const std::string line(view);
+    if (line.rfind("#kernelab-object ", 0) == 0) {
+      flush_ptx();
+      const std::string source(trim(view.substr(17)));
+      obj = &s.objects[source];
+      obj->source = source;
+      mode.clear();
+      continue;
     }
-  } catch (const nlohmann::json::exception& e) {
-    s.rungs.clear();
-    s.why_not = fmt::format("not available: {} is malformed ({})", path, e.what());
+    if (!obj) continue;
+    if (line.rfind("Fatbin elf code:", 0) == 0 || line.rfind("Fatbin ptx code:", 0) == 0) {
+      flush_ptx();
+      mode = line[7] == 'e' ? "elf" : "ptx-header";
+      continue;
+    }
+    if (line.rfind("arch = ", 0) == 0) {
+      arch = std::string(trim(view.substr(7)));
+      archs.insert(arch);
+      continue;
+    }
+    if (mode == "ptx-header" && line.rfind(".version", 0) == 0) mode = "ptx";
+    if (mode == "ptx") {
+      ptx += line + "\n";
+      continue;
+    }
+    std::smatch m;
+    if (std::regex_search(line, m, std::regex(R"(^\s*Function ([^ :]+):\s*$)"))) {  // resource usage
+      pending_res = m[1];
+    } else if (!pending_res.empty() && line.find("REG:") != std::string::npos) {
+      KernelFacts& k = kernel_in(*obj, arch, pending_res);
+      k.registers = static_cast<int>(field(line, "REG"));
+      k.smem_bytes = field(line, "SHARED");
+      k.stack_bytes = field(line, "STACK");
+      k.local_bytes = field(line, "LOCAL");
+      pending_res.clear();
+    } else if (std::regex_search(line, m, std::regex(R"(^\s*Function : (\S+))"))) {  // SASS
+      sass_kernel = m[1];
+      kernel_in(*obj, arch, sass_kernel);
+    } else if (!sass_kernel.empty() && std::regex_search(line, m, sass_line)) {
+      kernel_in(*obj, arch, sass_kernel).sass.push_back(m[1]);
+    }
   }
+  flush_ptx();
+  s.archs.assign(archs.begin(), archs.end());
+  return s;
+}
+
+CudaStatic load_cuda_static(const std::string& dir) {
+  namespace fs = std::filesystem;
+  std::error_code ec;
+  std::string all;
+  std::vector<fs::path> files;
+  for (const auto& f : fs::directory_iterator(dir, ec))
+    if (f.path().extension() == ".txt") files.push_back(f.path());
+  std::sort(files.begin(), files.end());
+  for (const fs::path& f : files) {
+    std::ifstream in(f);
+    std::stringstream ss;
+    ss << in.rdbuf();
+    all += ss.str();
+  }
+  CudaStatic s = parse_cuobjdump(all);
+  s.dir = dir;
+  if (files.empty())
+    s.why_not = fmt::format("not available: no cuobjdump dump in {} (built by the kl_cuda_static target; needs cuobjdump "
+                            "and nvdisasm: scripts/install-deps.sh installs them)", dir);
+  else if (s.objects.empty())
+    s.why_not = fmt::format("not available: the dumps in {} hold no rung object (malformed)", dir);
   return s;
 }
 
 const CudaStatic& cuda_static() {
-#ifdef KERNELAB_CUDA_STATIC_JSON
-  static const CudaStatic s = load_cuda_static(KERNELAB_CUDA_STATIC_JSON);
+#ifdef KERNELAB_CUDA_STATIC_DIR
+  static const CudaStatic s = load_cuda_static(KERNELAB_CUDA_STATIC_DIR);
 #else
   static const CudaStatic s = [] {
     CudaStatic n;
@@ -167,65 +237,78 @@ bool claim_matches(std::string_view claim, std::string_view opcode) {
   return i == want.size();
 }
 
-std::vector<std::string> ptx_violations(std::string_view ptx, const std::vector<std::string>& claims) {
+std::vector<std::string> config_violations(const Variant& v, const Config& c, const CudaStatic& s) {
   std::vector<std::string> problems;
-  const std::vector<std::string> ops = ptx_opcodes(ptx);
-  for (const std::string& c : claims)
-    if (std::none_of(ops.begin(), ops.end(), [&](const std::string& op) { return claim_matches(c, op); }))
-      problems.push_back(fmt::format("claims {} but no PTX instruction matches it", c));
-  int local = 0;
-  std::string first;
-  for (const std::string& op : ops)
-    if (claim_matches("ld.local", op) || claim_matches("st.local", op)) {
-      if (!local++) first = op;
-    }
-  if (local) problems.push_back(fmt::format("{} local-memory instruction{} (first: {}): spills or a stack array", local,
-                                            local == 1 ? "" : "s", first));
-  return problems;
-}
-
-std::vector<std::string> resource_violations(const RungStatic& r) {
-  std::vector<std::string> problems;
-  for (const auto* group : {&r.kernels, &r.device_functions})
-    for (const auto& [arch, ks] : *group)
-      for (const KernelResources& k : ks) {
-        if (k.spill_bytes())
-          problems.push_back(fmt::format("{} on {}: {} bytes spill stores, {} bytes spill loads", k.name, arch,
-                                         k.spill_store_bytes, k.spill_load_bytes));
-        if (k.registers > kMaxRegistersPerThread)
-          problems.push_back(fmt::format("{} on {}: {} registers per thread, over {}", k.name, arch, k.registers,
-                                         kMaxRegistersPerThread));
+  const ObjectFacts* o = s.find(v.source);
+  if (!o) return {fmt::format("{} is not among the built objects in {}", v.source, s.dir)};
+  for (const KernelGroup& g : c.kernels)
+    for (const KernelRef& ref : g.kernels)
+      for (const std::string& arch : s.archs) {
+        const KernelFacts* k = o->find(arch, ref.name);
+        if (!k) {
+          problems.push_back(fmt::format("kernel {} is not in the {} code of {}", ref.name, arch, v.source));
+          continue;
+        }
+        if (k->registers > kMaxRegistersPerThread)
+          problems.push_back(fmt::format("{} on {}: {} registers per thread, over {}", k->name, arch, k->registers, kMaxRegistersPerThread));
+        if (k->stack_bytes || k->local_bytes)
+          problems.push_back(fmt::format("{} on {}: {} bytes of stack frame, {} of local memory: spills or a stack array", k->name,
+                                         arch, k->stack_bytes, k->local_bytes));
+        for (const std::string& op : k->sass)
+          if (claim_matches("LDL", op) || claim_matches("STL", op)) {
+            problems.push_back(fmt::format("{} on {}: local-memory instruction {} in its SASS", k->name, arch, op));
+            break;
+          }
+        if (arch != kStaticArch) continue;
+        const std::vector<std::string> ptx = ptx_opcodes(k->ptx);
+        if (k->ptx.empty()) problems.push_back(fmt::format("{}: no {} PTX embedded for it", k->name, arch));
+        for (const std::string& claim : g.ptx)
+          if (std::none_of(ptx.begin(), ptx.end(), [&](const std::string& op) { return claim_matches(claim, op); }))
+            problems.push_back(fmt::format("{} claims PTX {} but its {} PTX has no such instruction", k->name, claim, arch));
+        for (const std::string& claim : g.sass)
+          if (std::none_of(k->sass.begin(), k->sass.end(), [&](const std::string& op) { return claim_matches(claim, op); }))
+            problems.push_back(fmt::format("{} claims SASS {} but its {} SASS has no such instruction", k->name, claim, arch));
+        for (const std::string& op : ptx)
+          if (claim_matches("ld.local", op) || claim_matches("st.local", op)) {
+            problems.push_back(fmt::format("{}: local-memory instruction {} in its PTX", k->name, op));
+            break;
+          }
       }
   return problems;
 }
 
-nlohmann::json variant_static_json(const Variant& v, const CudaStatic& s) {
-  nlohmann::json j = {{"source", v.source}, {"ptx_claims", v.ptx_claims}};
-  if (v.threads_per_block) j["threads_per_block"] = v.threads_per_block;
-  const RungStatic* r = s.available() ? s.find(v.source) : nullptr;
-  if (!r || !r->kernels.count(kStaticArch)) {
-    j["static"] = !s.available() ? s.why_not
-                                 : fmt::format("not available: {} has no {} entry for {}", s.path, kStaticArch, v.source);
-    return j;
+namespace {
+
+nlohmann::json config_json(const Variant& v, const Config& c, const ObjectFacts& o, KernelFacts& max) {
+  nlohmann::json kernels = nlohmann::json::array(), ptx_claims = nlohmann::json::array(), sass_claims = nlohmann::json::array();
+  for (const KernelGroup& g : c.kernels) {
+    for (const std::string& x : g.ptx) ptx_claims.push_back(x);
+    for (const std::string& x : g.sass) sass_claims.push_back(x);
+    for (const KernelRef& ref : g.kernels) {
+      const KernelFacts* k = o.find(kStaticArch, ref.name);
+      if (!k) {
+        kernels.push_back({{"name", ref.name}, {"static", fmt::format("not in the {} code of {}", kStaticArch, v.source)}});
+        continue;
+      }
+      max.registers = std::max(max.registers, k->registers);
+      max.smem_bytes = std::max(max.smem_bytes, k->smem_bytes);
+      max.stack_bytes = std::max(max.stack_bytes, k->stack_bytes);
+      kernels.push_back({{"name", k->name}, {"registers", k->registers}, {"smem_bytes", k->smem_bytes},
+                         {"spill_bytes", k->stack_bytes}, {"stack_frame_bytes", k->stack_bytes}, {"ptx_claims", g.ptx},
+                         {"sass_claims", g.sass}});
+    }
   }
-  const KernelResources m = r->max_over_kernels(kStaticArch);
-  j["arch"] = kStaticArch;
-  j["registers"] = m.registers;
-  j["smem_bytes"] = m.smem_bytes;
-  j["spill_bytes"] = m.spill_bytes();
-  j["stack_frame_bytes"] = m.stack_frame_bytes;
-  nlohmann::json ks = nlohmann::json::array();
-  for (const KernelResources& k : r->kernels.at(kStaticArch)) ks.push_back(kernel_json(k));
-  j["kernels"] = ks;
-  if (auto it = r->ptx_files.find(kStaticArch); it != r->ptx_files.end()) j["ptx_file"] = it->second;
-  // Occupancy on sm_90 (sm_90a's limits are sm_90's) with the rung's largest kernel.
-  if (!v.threads_per_block) {
-    j["occupancy_sm90"] = "unknown: the rung does not state its threads per block (gpu_variant's threads_per_block)";
+  nlohmann::json j = {{"name", c.name},       {"threads_per_block", c.threads_per_block}, {"dynamic_smem_bytes", c.dynamic_smem_bytes},
+                      {"kernels", kernels},   {"registers", max.registers},               {"smem_bytes", max.smem_bytes + c.dynamic_smem_bytes},
+                      {"spill_bytes", max.stack_bytes}, {"ptx_claims", ptx_claims},       {"sass_claims", sass_claims}};
+  if (!c.threads_per_block) {
+    j["occupancy_sm90"] = "unknown: the config does not state its threads per block";
   } else if (!occupancy_available()) {
     j["occupancy_sm90"] = "unknown: this build has no cuda_occupancy.h";
   } else {
-    try {
-      j["occupancy_sm90"] = occupancy_json(compute_occupancy(find_arch("sm_90"), v.threads_per_block, m.registers, m.smem_bytes));
+    try {  // sm_90a's limits are sm_90's; the config's largest kernel
+      j["occupancy_sm90"] = occupancy_json(
+          compute_occupancy(find_arch("sm_90"), c.threads_per_block, max.registers, max.smem_bytes + c.dynamic_smem_bytes));
     } catch (const std::exception& e) {
       j["occupancy_sm90"] = std::string("not computable: ") + e.what();
     }
@@ -233,15 +316,46 @@ nlohmann::json variant_static_json(const Variant& v, const CudaStatic& s) {
   return j;
 }
 
+}  // namespace
+
+nlohmann::json variant_static_json(const Variant& v, const CudaStatic& s) {
+  std::set<std::string> claims;
+  for (const Config& c : v.configs)
+    for (const KernelGroup& g : c.kernels) claims.insert(g.ptx.begin(), g.ptx.end());
+  nlohmann::json j = {{"source", v.source}, {"ptx_claims", claims}};
+  if (!v.configs.empty() && v.configs.front().threads_per_block) j["threads_per_block"] = v.configs.front().threads_per_block;
+  const ObjectFacts* o = s.available() ? s.find(v.source) : nullptr;
+  if (!o) {
+    j["static"] = !s.available() ? s.why_not : fmt::format("not available: {} holds no object for {}", s.dir, v.source);
+    nlohmann::json configs = nlohmann::json::array();
+    for (const Config& c : v.configs) configs.push_back({{"name", c.name}, {"threads_per_block", c.threads_per_block}});
+    j["configs"] = configs;
+    return j;
+  }
+  nlohmann::json configs = nlohmann::json::array();
+  for (const Config& c : v.configs) {
+    KernelFacts max;
+    configs.push_back(config_json(v, c, *o, max));
+  }
+  const nlohmann::json& first = configs.front();
+  j["arch"] = kStaticArch;
+  for (const char* key : {"registers", "smem_bytes", "spill_bytes", "kernels", "occupancy_sm90"}) j[key] = first[key];
+  j["stack_frame_bytes"] = first["spill_bytes"];
+  j["configs"] = configs;
+  return j;
+}
+
 std::string variant_resources_line(const Variant& v, const CudaStatic& s) {
-  const RungStatic* r = s.available() ? s.find(v.source) : nullptr;
-  if (!r || !r->kernels.count(kStaticArch))
-    return !s.available() ? s.why_not : fmt::format("not available: no {} entry for {}", kStaticArch, v.source);
-  const KernelResources m = r->max_over_kernels(kStaticArch);
-  const size_t n = r->kernels.at(kStaticArch).size();
-  return fmt::format("{}: {} registers, {} B smem, {}{}", kStaticArch, m.registers, m.smem_bytes,
-                     m.spill_bytes() ? fmt::format("{} B spilled", m.spill_bytes()) : std::string("no spills"),
-                     n > 1 ? fmt::format(" (max of {} kernels)", n) : "");
+  const ObjectFacts* o = s.available() ? s.find(v.source) : nullptr;
+  if (!o || v.configs.empty())
+    return !s.available() ? s.why_not : fmt::format("not available: no object for {}", v.source);
+  KernelFacts max;
+  const nlohmann::json j = config_json(v, v.configs.front(), *o, max);
+  const size_t n = j["kernels"].size();
+  return fmt::format("{}: {} registers, {} B smem, {}{}{}", kStaticArch, max.registers, max.smem_bytes + v.configs.front().dynamic_smem_bytes,
+                     max.stack_bytes ? fmt::format("{} B stack frame", max.stack_bytes) : std::string("no spills"),
+                     n > 1 ? fmt::format(" (max of {} kernels)", n) : "",
+                     v.configs.size() > 1 ? fmt::format(", config {} of {}", v.configs.front().name, v.configs.size()) : "");
 }
 
 }  // namespace kl

@@ -7,7 +7,7 @@
 #include <fstream>
 #include <regex>
 
-#include "ops/gpu_resources.h"
+#include "ops/static_facts.h"
 
 namespace fs = std::filesystem;
 
@@ -47,7 +47,7 @@ std::string sim_line(const std::vector<const CheckTally*>& ts, const Variant& v,
   if (failed) return fmt::format("FAILED in the simulator: {} of {} checks ({})", failed, ok + failed, first_failure);
   if (ok) return fmt::format("passes in the simulator ({} of {} checks)", ok, ok);
   if (unsupported) return fmt::format("not checked in the simulator: no case supported ({})", skip_reason);
-  if (!v.sim_run) return "not checked in the simulator: this build has no simulator version of the rung";
+  if (!v.runs_on(Backend::sim)) return "not checked in the simulator: this build has no simulator version of the rung";
   if (!sim_absent.empty()) return "not checked in the simulator: " + sim_absent;
   return "not checked in the simulator";
 }

@@ -16,6 +16,7 @@ namespace kl {
 nlohmann::json point_to_json(const Point& p) {
   return {{"op", p.op},
           {"variant", p.variant},
+          {"config", p.config},
           {"backend", p.backend},
           {"shape", p.shape},
           {"dtype", p.dtype},
@@ -35,6 +36,7 @@ nlohmann::json point_to_json(const Point& p) {
           {"max_s", p.max_s},
           {"p10_s", p.p10_s},
           {"p90_s", p.p90_s},
+          {"host_launch_s", p.host_launch_s},
           {"runs", p.runs},
           {"noise", p.noise},
           {"t_lower_bound_s", p.t_lower_bound_s},

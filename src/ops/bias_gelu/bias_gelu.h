@@ -1,10 +1,20 @@
 // bias_gelu: y = gelu(x + bias) with the exact (erf) GELU, bias broadcast along rows.
 #pragma once
+#include <cstdint>
 #include <vector>
 
 #include "kernelab/op.h"
 
 namespace kl {
+
+// What every bias_gelu rung receives, parsed once from the problem.
+struct BiasGeluParams {
+  int64_t rows = 0, cols = 0;  // x and y are (rows, cols), bias (cols)
+  DType x = DType::f32, bias = DType::f32, y = DType::f32;  // the tensors' dtypes
+
+  int64_t n() const { return rows * cols; }  // elements of x and y
+};
+
 std::vector<Variant> bias_gelu_cpu_variants();
-std::vector<Variant> bias_gelu_gpu_variants();
+
 }  // namespace kl

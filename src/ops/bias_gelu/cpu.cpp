@@ -6,6 +6,7 @@
 
 #include "ops/bias_gelu/bias_gelu.h"
 #include "ops/cpu_math.h"
+#include "ops/cpu_variant.h"
 
 namespace kl {
 
@@ -16,8 +17,8 @@ using cpu::to_float;
 // erfc(-x) rather than 1 + erf(x): no cancellation for t << 0.
 inline float gelu(float t) { return 0.5f * t * std::erfc(-t * 0.70710678118654752f); }
 
-template <class T> void unfused(const Problem& p, const Args& a) {
-  const int64_t rows = p.dim("rows"), cols = p.dim("cols");
+template <class T> void unfused(const BiasGeluParams& p, const Args& a) {
+  const int64_t rows = p.rows, cols = p.cols;
   const T* x = a.in[0].as<T>();
   const T* b = a.in[1].as<T>();
   T* y = a.out[0].as<T>();
@@ -27,8 +28,8 @@ template <class T> void unfused(const Problem& p, const Args& a) {
   for (int64_t i = 0; i < rows * cols; ++i) y[i] = from_float<T>(gelu(to_float(t[i])));
 }
 
-template <class T> void fused(const Problem& p, const Args& a) {
-  const int64_t rows = p.dim("rows"), cols = p.dim("cols");
+template <class T> void fused(const BiasGeluParams& p, const Args& a) {
+  const int64_t rows = p.rows, cols = p.cols;
   const T* x = a.in[0].as<T>();
   const T* b = a.in[1].as<T>();
   T* y = a.out[0].as<T>();
@@ -36,21 +37,20 @@ template <class T> void fused(const Problem& p, const Args& a) {
   for (int64_t i = 0; i < rows; ++i)
     for (int64_t j = 0; j < cols; ++j) y[i * cols + j] = from_float<T>(gelu(to_float(x[i * cols + j]) + to_float(b[j])));
 }
+
+void run_unfused(const BiasGeluParams& p, const Args& a) { cpu::with_float_type(p.x, [&](auto t) { unfused<decltype(t)>(p, a); }); }
+void run_fused(const BiasGeluParams& p, const Args& a) { cpu::with_float_type(p.x, [&](auto t) { fused<decltype(t)>(p, a); }); }
 }  // namespace
 
 std::vector<Variant> bias_gelu_cpu_variants() {
-  Variant u;
-  u.name = "cpu_unfused";
-  u.note = "two passes as two kernels would run them: x + bias written to memory and read back for gelu, one thread";
-  u.workspace_bytes = [](const Problem& p) {
-    return static_cast<size_t>(dtype_storage_bytes(p.dtype, p.dim("rows") * p.dim("cols")));
+  Variant u = cpu_variant("bias_gelu", "cpu_unfused",
+                          "two passes as two kernels would run them: x + bias written to memory and read back for gelu, one thread", run_unfused);
+  u.workspace_bytes = [](const Problem& problem) {  // t = x + bias, (rows, cols) in x's dtype
+    const BiasGeluParams& p = problem.as<BiasGeluParams>();
+    return static_cast<size_t>(dtype_storage_bytes(p.x, p.n()));
   };
-  u.run = [](const Problem& p, const Args& a) { cpu::with_float_type(p.dtype, [&](auto t) { unfused<decltype(t)>(p, a); }); };
-  Variant f;
-  f.name = "cpu_fused";
-  f.note = "one pass: the biased value stays in a register (a third of the traffic saved), rows over all cores";
-  f.run = [](const Problem& p, const Args& a) { cpu::with_float_type(p.dtype, [&](auto t) { fused<decltype(t)>(p, a); }); };
-  return {u, f};
+  return {u, cpu_variant("bias_gelu", "cpu_fused",
+                         "one pass: the biased value stays in a register (a third of the traffic saved), rows over all cores", run_fused)};
 }
 
 }  // namespace kl

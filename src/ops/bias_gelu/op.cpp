@@ -14,6 +14,9 @@ Op make_bias_gelu_op() {
                 "once, bias once, y written once";
   op.dims = rows_cols_dims();
   op.dtypes = float_dtypes();
+  op.parse = [](const Problem& p) -> std::any {
+    return BiasGeluParams{p.dim("rows"), p.dim("cols"), p.dtype_of("x"), p.dtype_of("bias"), p.dtype_of("y")};
+  };
   op.cost = [](const Problem& p) {
     const double n = static_cast<double>(p.dim("rows")) * static_cast<double>(p.dim("cols"));
     const double e = dtype_bits(p.dtype) / 8.0;
@@ -46,7 +49,6 @@ Op make_bias_gelu_op() {
   op.tolerance = [](const Problem& p) { return (p.dtype == DType::f32 ? 1 : 2) * default_tolerance(p.dtype); };
   op.error_per_row = false;  // elementwise: rows are not separate problems; gelu(t) ~ 0 for t << 0
   op.variants = bias_gelu_cpu_variants();
-  for (Variant& v : bias_gelu_gpu_variants()) op.variants.push_back(std::move(v));
   return op;
 }
 

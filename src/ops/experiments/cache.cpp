@@ -8,6 +8,7 @@
 
 #include "kernelab/error.h"
 #include "kernelab/rng.h"
+#include "ops/cpu_variant.h"
 #include "ops/experiments/experiments.h"
 #include "ops/ops.h"
 
@@ -18,8 +19,8 @@ int64_t ws_floats(const Problem& p) { return p.dim("ws_kib") * 256; }
 
 // The CPU twin: an OpenMP thread per block, visiting chunks in the CUDA rung's order; lane t
 // keeps the max of floats 4t..4t+3 of every chunk it reads, like the CUDA rung's thread t.
-void bandwidth_cpu(const Problem& p, const Args& a) {
-  const int64_t blocks = p.dim("blocks"), chunks = ws_floats(p) / kChunkFloats, steps = cache_steps(p);
+void bandwidth_cpu(const ExpCacheBandwidthParams& p, const Args& a) {
+  const int64_t blocks = p.blocks, chunks = p.chunks(), steps = p.steps();
   const auto* x = static_cast<const float*>(a.in[0].data());
   auto* y = static_cast<float*>(a.out[0].data());
 #pragma omp parallel for schedule(static)
@@ -58,8 +59,8 @@ double chase_end(const uint32_t* words, int64_t steps) {
   return static_cast<double>(at / kChaseSlotFloats);
 }
 
-void latency_cpu(const Problem& p, const Args& a) {
-  static_cast<float*>(a.out[0].data())[0] = static_cast<float>(chase_end(static_cast<const uint32_t*>(a.in[0].data()), p.dim("steps")));
+void latency_cpu(const ExpCacheLatencyParams& p, const Args& a) {
+  static_cast<float*>(a.out[0].data())[0] = static_cast<float>(chase_end(static_cast<const uint32_t*>(a.in[0].data()), p.steps));
 }
 
 void validate_ws(const Problem& p, const char* op) {
@@ -79,6 +80,9 @@ Op make_exp_cache_bandwidth_op() {
   op.dims = {{"ws_kib", 262144, "working set in KiB (a multiple of 4)"}, {"read_mib", 4096, "MiB to read in all"},
              {"blocks", 264, "blocks reading at once: 2 per SM on a 132-SM H100/H200 (CPU: spread over the cores)"}};
   op.dtypes = {DType::f32};
+  op.parse = [](const Problem& p) -> std::any {
+    return ExpCacheBandwidthParams{p.dim("ws_kib"), p.dim("read_mib"), p.dim("blocks"), p.dtype_of("x"), p.dtype_of("y")};
+  };
   op.validate = [](const Problem& p) {
     validate_ws(p, "exp_cache_bandwidth");
     if (p.dim("ws_kib") % 4 != 0) bad_input(fmt::format("exp_cache_bandwidth: ws_kib={} is not a multiple of 4 (4 KiB chunks)", p.dim("ws_kib")));
@@ -117,12 +121,7 @@ Op make_exp_cache_bandwidth_op() {
     return out;
   };
   op.tolerance = [](const Problem&) { return 0.0; };  // a max: exact
-  Variant cpu;
-  cpu.name = "cpu";
-  cpu.note = "the same chunk schedule on the host, blocks spread over the cores";
-  cpu.run = bandwidth_cpu;
-  op.variants = {cpu};
-  for (Variant& v : exp_cache_bandwidth_gpu_variants()) op.variants.push_back(std::move(v));
+  op.variants = {cpu_variant("exp_cache_bandwidth", "cpu", "the same chunk schedule on the host, blocks spread over the cores", bandwidth_cpu)};
   return op;
 }
 
@@ -136,6 +135,9 @@ Op make_exp_cache_latency_op() {
       "latency of the level that holds the working set; past the TLB's reach it includes page-walk misses";
   op.dims = {{"ws_kib", 262144, "working set in KiB"}, {"steps", 20000, "dependent loads"}};
   op.dtypes = {DType::f32};
+  op.parse = [](const Problem& p) -> std::any {
+    return ExpCacheLatencyParams{p.dim("ws_kib"), p.dim("steps"), p.dtype_of("x"), p.dtype_of("y")};
+  };
   op.validate = [](const Problem& p) { validate_ws(p, "exp_cache_latency"); };
   op.cost = [](const Problem& p) { return Cost{0, 4.0 * static_cast<double>(p.dim("steps"))}; };
   op.inputs = [](const Problem& p) {
@@ -159,12 +161,7 @@ Op make_exp_cache_latency_op() {
     return out;
   };
   op.tolerance = [](const Problem&) { return 0.0; };
-  Variant cpu;
-  cpu.name = "cpu";
-  cpu.note = "the chase on one host core";
-  cpu.run = latency_cpu;
-  op.variants = {cpu};
-  for (Variant& v : exp_cache_latency_gpu_variants()) op.variants.push_back(std::move(v));
+  op.variants = {cpu_variant("exp_cache_latency", "cpu", "the chase on one host core", latency_cpu)};
   return op;
 }
 

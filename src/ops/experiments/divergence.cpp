@@ -24,6 +24,9 @@ Op make_exp_divergence_op() {
   op.dims = {{"n", int64_t{1} << 20, "elements (one thread each)"}, {"paths", 1, "distinct paths (1 to 32)"},
              {"work", 256, "dependent FMAs on each path"}};
   op.dtypes = {DType::f32};
+  op.parse = [](const Problem& p) -> std::any {
+    return ExpDivergenceParams{p.dim("n"), p.dim("paths"), p.dim("work"), p.dtype_of("x"), p.dtype_of("a"), p.dtype_of("b"), p.dtype_of("y")};
+  };
   op.validate = [](const Problem& p) {
     if (p.dim("paths") > 32) bad_input(fmt::format("exp_divergence: paths={} is over 32 (lanes of a warp)", p.dim("paths")));
     if (p.dim("work") > (int64_t{1} << 20)) bad_input(fmt::format("exp_divergence: work={} is over 2^20", p.dim("work")));
@@ -64,7 +67,6 @@ Op make_exp_divergence_op() {
   };
   op.tolerance = [](const Problem&) { return default_tolerance(DType::f32); };
   op.error_per_row = false;
-  op.variants = exp_divergence_gpu_variants();
   return op;
 }
 

@@ -6,6 +6,7 @@
 #include <algorithm>
 
 #include "kernelab/error.h"
+#include "ops/cpu_variant.h"
 #include "ops/experiments/experiments.h"
 #include "ops/ops.h"
 
@@ -14,8 +15,8 @@ namespace kl {
 namespace {
 constexpr float kStep = 1.0f / 64;
 
-void launch_cpu(const Problem& p, const Args& a) {
-  const int64_t n = p.dim("n"), kernels = p.dim("kernels");
+void launch_cpu(const ExpLaunchParams& p, const Args& a) {
+  const int64_t n = p.n, kernels = p.kernels;
   const auto* x = static_cast<const float*>(a.in[0].data());
   auto* y = static_cast<float*>(a.out[0].data());
   // The same passes the GPU rungs make; threads only where a pass is long enough to pay for them.
@@ -38,6 +39,7 @@ Op make_exp_launch_op() {
       "call on a stream, the GPU's own dispatch in a graph replay; the CPU rung pays no launch at all";
   op.dims = {{"n", 1024, "elements"}, {"kernels", 100, "passes (kernel launches)"}};
   op.dtypes = {DType::f32};
+  op.parse = [](const Problem& p) -> std::any { return ExpLaunchParams{p.dim("n"), p.dim("kernels"), p.dtype_of("x"), p.dtype_of("y")}; };
   op.validate = [](const Problem& p) {
     if (p.dim("kernels") > 100000) bad_input(fmt::format("exp_launch: kernels={} is over 100000", p.dim("kernels")));
     if (p.dim("n") >= (int64_t{1} << 31)) bad_input(fmt::format("exp_launch: n={} is 2^31 or more", p.dim("n")));
@@ -68,12 +70,9 @@ Op make_exp_launch_op() {
   // Each pass rounds once in fp32: up to `kernels` half-ulps of values below 2 + kernels/64.
   op.tolerance = [](const Problem& p) { return std::max(default_tolerance(DType::f32), 1.2e-7 * static_cast<double>(p.dim("kernels"))); };
   op.error_per_row = false;
-  Variant cpu;
-  cpu.name = "cpu";
-  cpu.note = "the passes on the host, no launch: one thread below 65536 elements, where threads would cost more than the pass";
-  cpu.run = launch_cpu;
-  op.variants = {cpu};
-  for (Variant& v : exp_launch_gpu_variants()) op.variants.push_back(std::move(v));
+  op.variants = {cpu_variant("exp_launch", "cpu",
+                             "the passes on the host, no launch: one thread below 65536 elements, where threads would cost more than the pass",
+                             launch_cpu)};
   return op;
 }
 

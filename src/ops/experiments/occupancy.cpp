@@ -21,6 +21,9 @@ Op make_exp_occupancy_op() {
              {"threads", 256, "threads per block (a multiple of 32, at most 1024)"},
              {"blocks_per_sm", 8, "blocks launched per SM (the grid is this times the SM count)"}};
   op.dtypes = {DType::f32};
+  op.parse = [](const Problem& p) -> std::any {
+    return ExpOccupancyParams{p.dim("n"), p.dim("threads"), p.dim("blocks_per_sm"), p.dtype_of("x"), p.dtype_of("y")};
+  };
   op.validate = [](const Problem& p) {
     const int64_t t = p.dim("threads");
     if (t % 32 != 0 || t > 1024) bad_input(fmt::format("exp_occupancy: threads={} must be a multiple of 32, at most 1024", t));
@@ -43,7 +46,6 @@ Op make_exp_occupancy_op() {
     return out;
   };
   op.tolerance = [](const Problem&) { return 0.0; };
-  op.variants = exp_occupancy_gpu_variants();
   return op;
 }
 

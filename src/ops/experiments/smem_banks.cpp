@@ -9,7 +9,7 @@
 namespace kl {
 
 namespace {
-// Word of the shared array lane reads at step k (the CUDA rung's address, see cuda/smem_banks.cu).
+// Word of the shared array lane reads at step k (the CUDA rung's address, see cuda/smem_banks_v01.cu).
 int64_t bank_word(int64_t lane, int64_t stride, int64_t k) { return (lane * stride + k) % kBankWords; }
 }  // namespace
 
@@ -25,6 +25,9 @@ Op make_exp_smem_banks_op() {
   op.dims = {{"blocks", 1024, "blocks of 256 threads"}, {"stride", 1, "words between neighbouring lanes' loads (1 to 32)"},
              {"reps", 4096, "words each thread loads"}};
   op.dtypes = {DType::f32};
+  op.parse = [](const Problem& p) -> std::any {
+    return ExpSmemBanksParams{p.dim("blocks"), p.dim("stride"), p.dim("reps"), p.dtype_of("x"), p.dtype_of("y")};
+  };
   op.validate = [](const Problem& p) {
     if (p.dim("stride") > 32) bad_input(fmt::format("exp_smem_banks: stride={} is over 32 (32 banks)", p.dim("stride")));
     if (p.dim("reps") > (int64_t{1} << 24)) bad_input(fmt::format("exp_smem_banks: reps={} is over 2^24", p.dim("reps")));
@@ -59,7 +62,6 @@ Op make_exp_smem_banks_op() {
   };
   // fp32 sums of up to `reps` words of [-1, 1) in order against float64.
   op.tolerance = [](const Problem& p) { return std::max(default_tolerance(DType::f32), 2e-7 * static_cast<double>(p.dim("reps"))); };
-  op.variants = exp_smem_banks_gpu_variants();
   return op;
 }
 

@@ -5,6 +5,7 @@
 #include <cstring>
 
 #include "kernelab/error.h"
+#include "ops/cpu_variant.h"
 #include "ops/experiments/experiments.h"
 #include "ops/ops.h"
 
@@ -15,8 +16,8 @@ namespace {
 int64_t source_unit(int64_t t, int64_t stride, int64_t per_column) { return (t % per_column) * stride + t / per_column; }
 
 template <int V>
-void stride_cpu(const Problem& p, const Args& a) {
-  const int64_t s = p.dim("stride"), per_column = p.dim("n") / V / s;
+void stride_cpu(const ExpStrideParams& p, const Args& a) {
+  const int64_t s = p.stride, per_column = p.per_column();
   const auto* x = static_cast<const float*>(a.in[0].data());
   auto* y = static_cast<float*>(a.out[0].data());
 #pragma omp parallel for collapse(2) schedule(static)
@@ -24,8 +25,8 @@ void stride_cpu(const Problem& p, const Args& a) {
     for (int64_t r = 0; r < per_column; ++r) std::memcpy(y + (c * per_column + r) * V, x + (r * s + c) * V, 4 * V);
 }
 
-void stride_cpu_any(const Problem& p, const Args& a) {
-  switch (stride_unit_floats(p)) {
+void stride_cpu_any(const ExpStrideParams& p, const Args& a) {
+  switch (p.unit_floats()) {
     case 1: stride_cpu<1>(p, a); return;
     case 2: stride_cpu<2>(p, a); return;
     default: stride_cpu<4>(p, a); return;
@@ -46,6 +47,9 @@ Op make_exp_stride_op() {
              {"stride", 1, "distance between the units neighbouring threads load, in units"}};
   op.opts = {{"bytes", {"4", "8", "16"}, "4", "bytes a thread loads and stores at a time (float, float2, float4)"}};
   op.dtypes = {DType::f32};
+  op.parse = [](const Problem& p) -> std::any {
+    return ExpStrideParams{p.dim("n"), p.dim("stride"), static_cast<int>(p.opt_number("bytes")), p.dtype_of("x"), p.dtype_of("y")};
+  };
   op.validate = [](const Problem& p) {
     const int64_t v = stride_unit_floats(p), n = p.dim("n"), s = p.dim("stride");
     if (n % v != 0 || (n / v) % s != 0)
@@ -79,12 +83,7 @@ Op make_exp_stride_op() {
     return out;
   };
   op.tolerance = [](const Problem&) { return 0.0; };  // a copy: exact
-  Variant cpu;
-  cpu.name = "cpu";
-  cpu.note = "the same gather on the host, all cores, each unit copied whole";
-  cpu.run = stride_cpu_any;
-  op.variants = {cpu};
-  for (Variant& v : exp_stride_gpu_variants()) op.variants.push_back(std::move(v));
+  op.variants = {cpu_variant("exp_stride", "cpu", "the same gather on the host, all cores, each unit copied whole", stride_cpu_any)};
   return op;
 }
 

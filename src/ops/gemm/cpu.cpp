@@ -10,6 +10,7 @@
 #include <cstring>
 
 #include "ops/cpu_math.h"
+#include "ops/cpu_variant.h"
 #include "ops/gemm/gemm.h"
 
 namespace kl {
@@ -27,9 +28,9 @@ template <class T> struct View {
 
 template <class T> View<T> view(const Tensor& t) { return {t.as<T>(), t.strides()[0], t.strides()[1]}; }
 
-template <class T> void naive(const Problem& p, const Args& a) {
-  const int64_t m = p.dim("m"), n = p.dim("n"), k = p.dim("k");
-  const float alpha = static_cast<float>(p.opt_number("alpha")), beta = static_cast<float>(p.opt_number("beta"));
+template <class T> void naive(const GemmParams& p, const Args& a) {
+  const int64_t m = p.m, n = p.n, k = p.k;
+  const float alpha = static_cast<float>(p.alpha), beta = static_cast<float>(p.beta);
   const View<T> A = view<T>(a.in[0]), B = view<T>(a.in[1]);
   const T* C = a.in[2].as<T>();
   T* D = a.out[0].as<T>();
@@ -70,14 +71,15 @@ inline void micro_kernel(int64_t kc, const float* Ap, const float* Bp, float* ti
   }
 }
 
-size_t tiled_workspace(const Problem& p) {
-  const size_t acc = p.dtype == DType::f32 ? 0 : static_cast<size_t>(p.dim("m") * p.dim("n"));
+// fp32 D accumulates in place; a narrower D in an fp32 (m, n) buffer ahead of the packed panels.
+size_t tiled_workspace(const GemmParams& p) {
+  const size_t acc = p.d == DType::f32 ? 0 : static_cast<size_t>(p.m * p.n);
   return (acc + KC * NC + static_cast<size_t>(omp_get_max_threads()) * MC * KC) * sizeof(float);
 }
 
-template <class T> void tiled(const Problem& p, const Args& a) {
-  const int64_t m = p.dim("m"), n = p.dim("n"), k = p.dim("k");
-  const float alpha = static_cast<float>(p.opt_number("alpha")), beta = static_cast<float>(p.opt_number("beta"));
+template <class T> void tiled(const GemmParams& p, const Args& a) {
+  const int64_t m = p.m, n = p.n, k = p.k;
+  const float alpha = static_cast<float>(p.alpha), beta = static_cast<float>(p.beta);
   const View<T> A = view<T>(a.in[0]), B = view<T>(a.in[1]);
   const T* C = a.in[2].as<T>();
   // fp32 results accumulate in D itself; narrower ones in an fp32 buffer rounded once at the end.
@@ -129,39 +131,35 @@ template <class T> void tiled(const Problem& p, const Args& a) {
   }
 }
 
-void openblas(const Problem& p, const Args& a) {
-  const int64_t m = p.dim("m"), n = p.dim("n"), k = p.dim("k");
-  const float alpha = static_cast<float>(p.opt_number("alpha")), beta = static_cast<float>(p.opt_number("beta"));
+void openblas(const GemmParams& p, const Args& a) {
+  const int64_t m = p.m, n = p.n, k = p.k;
+  const float alpha = static_cast<float>(p.alpha), beta = static_cast<float>(p.beta);
   float* D = a.out[0].as<float>();
   if (beta != 0) std::memcpy(D, a.in[2].as<float>(), static_cast<size_t>(m * n) * sizeof(float));
-  const bool ta = p.opt("a_layout") == "col", tb = p.opt("b_layout") == "col";
+  const bool ta = p.a_col, tb = p.b_col;
   cblas_sgemm(CblasRowMajor, ta ? CblasTrans : CblasNoTrans, tb ? CblasTrans : CblasNoTrans, static_cast<int>(m),
               static_cast<int>(n), static_cast<int>(k), alpha, a.in[0].as<float>(), static_cast<int>(ta ? m : k),
               a.in[1].as<float>(), static_cast<int>(tb ? k : n), beta, D, static_cast<int>(n));
 }
+
+void run_naive(const GemmParams& p, const Args& a) { cpu::with_float_type(p.a, [&](auto t) { naive<decltype(t)>(p, a); }); }
+void run_tiled(const GemmParams& p, const Args& a) { cpu::with_float_type(p.a, [&](auto t) { tiled<decltype(t)>(p, a); }); }
 }  // namespace
 
 std::vector<Variant> gemm_cpu_variants() {
-  Variant nv;
-  nv.name = "cpu_naive";
-  nv.note = "the textbook triple loop over strided A and B on one thread, fp32 accumulation";
-  nv.run = [](const Problem& p, const Args& a) { cpu::with_float_type(p.dtype, [&](auto t) { naive<decltype(t)>(p, a); }); };
-  Variant tv;
-  tv.name = "cpu_tiled";
-  tv.note = "A and B packed into cache-sized fp32 panels and a 6x32 register tile of vector FMAs, row blocks over all cores";
-  tv.workspace_bytes = tiled_workspace;
-  tv.run = [](const Problem& p, const Args& a) { cpu::with_float_type(p.dtype, [&](auto t) { tiled<decltype(t)>(p, a); }); };
-  Variant ob;
-  ob.name = "openblas";
-  ob.peer = true;
-  ob.note = "OpenBLAS cblas_sgemm, the CPU library a user would otherwise call";
-  ob.supports = [](const Problem& p) -> Reason {
-    if (p.dtype != DType::f32) return "OpenBLAS (this build) has sgemm only: fp32";
+  Variant nv = cpu_variant("gemm", "cpu_naive", "the textbook triple loop over strided A and B on one thread, fp32 accumulation", run_naive);
+  Variant tv = cpu_variant("gemm", "cpu_tiled",
+                           "A and B packed into cache-sized fp32 panels and a 6x32 register tile of vector FMAs, row blocks over all cores",
+                           run_tiled);
+  tv.workspace_bytes = [](const Problem& p) { return tiled_workspace(p.as<GemmParams>()); };
+  Variant ob = cpu_variant("gemm", "openblas", "OpenBLAS cblas_sgemm, the CPU library a user would otherwise call", openblas, /*peer=*/true);
+  ob.supports = [](const Problem& problem) -> Reason {
+    const GemmParams& p = problem.as<GemmParams>();
+    if (p.a != DType::f32 || p.b != DType::f32 || p.c != DType::f32 || p.d != DType::f32) return "OpenBLAS (this build) has sgemm only: fp32";
     const int64_t lim = int64_t{1} << 31;
-    if (p.dim("m") >= lim || p.dim("n") >= lim || p.dim("k") >= lim) return "a dimension does not fit cblas' int";
+    if (p.m >= lim || p.n >= lim || p.k >= lim) return "a dimension does not fit cblas' int";
     return std::nullopt;
   };
-  ob.run = openblas;
   return {nv, tv, ob};
 }
 

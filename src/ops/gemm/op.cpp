@@ -52,6 +52,11 @@ Op make_gemm_op() {
              {"a_layout", {"row", "col"}, "row", "storage order of A"},
              {"b_layout", {"row", "col"}, "row", "storage order of B"}};
   op.dtypes = float_dtypes();
+  op.parse = [](const Problem& p) -> std::any {
+    return GemmParams{p.dim("m"), p.dim("n"), p.dim("k"), p.opt_number("alpha"), p.opt_number("beta"),
+                      p.opt("a_layout") == "col", p.opt("b_layout") == "col",
+                      p.dtype_of("A"), p.dtype_of("B"), p.dtype_of("C"), p.dtype_of("D")};
+  };
   op.cost = [](const Problem& p) {
     const double m = static_cast<double>(p.dim("m")), n = static_cast<double>(p.dim("n")), k = static_cast<double>(p.dim("k"));
     const double e = dtype_bits(p.dtype) / 8.0;

@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "ops/cpu_math.h"
+#include "ops/cpu_variant.h"
 #include "ops/norm/norm.h"
 
 namespace kl {
@@ -22,13 +23,10 @@ struct Inputs {
   bool layer, residual;
 };
 
-Inputs inputs_of(NormKind kind, const Problem& p) {
-  return {p.dim("rows"), p.dim("cols"), static_cast<float>(p.opt_number("eps")), kind == NormKind::layer,
-          p.opt_flag("residual")};
-}
+Inputs inputs_of(const NormParams& p) { return {p.rows, p.cols, static_cast<float>(p.eps), p.layer, p.residual}; }
 
-template <class T> void naive(NormKind kind, const Problem& p, const Args& a) {
-  const Inputs s = inputs_of(kind, p);
+template <class T> void naive(const NormParams& p, const Args& a) {
+  const Inputs s = inputs_of(p);
   const T* x = a.in[0].as<T>();
   const T* gamma = a.in[1].as<T>();
   const T* beta = s.layer ? a.in[2].as<T>() : nullptr;
@@ -53,8 +51,8 @@ template <class T> void naive(NormKind kind, const Problem& p, const Args& a) {
   }
 }
 
-template <class T> void fused(NormKind kind, const Problem& p, const Args& a) {
-  const Inputs s = inputs_of(kind, p);
+template <class T> void fused(const NormParams& p, const Args& a) {
+  const Inputs s = inputs_of(p);
   const T* x = a.in[0].as<T>();
   const T* gamma = a.in[1].as<T>();
   const T* beta = s.layer ? a.in[2].as<T>() : nullptr;
@@ -106,18 +104,18 @@ template <class T> void fused(NormKind kind, const Problem& p, const Args& a) {
     cpu::stream_fence();
   }
 }
+void run_naive(const NormParams& p, const Args& a) { cpu::with_float_type(p.x, [&](auto t) { naive<decltype(t)>(p, a); }); }
+void run_fused(const NormParams& p, const Args& a) { cpu::with_float_type(p.x, [&](auto t) { fused<decltype(t)>(p, a); }); }
 }  // namespace
 
 std::vector<Variant> norm_cpu_variants(NormKind kind) {
-  Variant n;
-  n.name = "cpu_naive";
-  n.note = "unfused: the residual sum goes through memory, then three reads of each row (mean, variance, normalise) on one thread";
-  n.run = [kind](const Problem& p, const Args& a) { cpu::with_float_type(p.dtype, [&](auto t) { naive<decltype(t)>(kind, p, a); }); };
-  Variant f;
-  f.name = "cpu_fused";
-  f.note = "residual add fused and each row kept in L1 across its passes: x read once, y and h written once (streaming stores); vectorised, all cores";
-  f.run = [kind](const Problem& p, const Args& a) { cpu::with_float_type(p.dtype, [&](auto t) { fused<decltype(t)>(kind, p, a); }); };
-  return {n, f};
+  const std::string op = kind == NormKind::layer ? "layernorm" : "rmsnorm";
+  return {cpu_variant(op, "cpu_naive",
+                      "unfused: the residual sum goes through memory, then three reads of each row (mean, variance, normalise) on one thread",
+                      run_naive),
+          cpu_variant(op, "cpu_fused",
+                      "residual add fused and each row kept in L1 across its passes: x read once, y and h written once (streaming stores); vectorised, all cores",
+                      run_fused)};
 }
 
 }  // namespace kl

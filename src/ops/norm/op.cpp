@@ -48,6 +48,19 @@ Op make_norm_op(NormKind kind) {
   op.opts = {{"eps", {}, "1e-5", "added to the variance"},
              {"residual", {"0", "1"}, "0", "add a residual tensor first and write the sum h as a second output"}};
   op.dtypes = float_dtypes();
+  op.parse = [layer](const Problem& p) -> std::any {
+    return NormParams{.layer = layer,
+                      .rows = p.dim("rows"),
+                      .cols = p.dim("cols"),
+                      .eps = p.opt_number("eps"),
+                      .residual = p.opt_flag("residual"),
+                      .x = p.dtype_of("x"),
+                      .gamma = p.dtype_of("gamma"),
+                      .beta = p.dtype_of("beta"),
+                      .res = p.dtype_of("residual"),
+                      .y = p.dtype_of("y"),
+                      .h = p.dtype_of("h")};
+  };
   op.cost = [layer](const Problem& p) {
     const double n = static_cast<double>(p.dim("rows")) * static_cast<double>(p.dim("cols"));
     const double c = static_cast<double>(p.dim("cols")), e = dtype_bits(p.dtype) / 8.0;
@@ -77,7 +90,6 @@ Op make_norm_op(NormKind kind) {
   };
   op.tolerance = [](const Problem& p) { return default_tolerance(p.dtype); };
   op.variants = norm_cpu_variants(kind);
-  for (Variant& v : norm_gpu_variants(kind)) op.variants.push_back(std::move(v));
   return op;
 }
 }  // namespace

@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "ops/cpu_math.h"
+#include "ops/cpu_variant.h"
 #include "ops/reduce/reduce.h"
 
 namespace kl {
@@ -15,9 +16,9 @@ namespace kl {
 namespace {
 using cpu::to_float;
 
-template <class T> void naive(const Problem& p, const Args& a) {
-  const int64_t rows = p.dim("rows"), cols = p.dim("cols");
-  const bool is_max = p.opt("mode") == "max", total = p.opt("over") == "total";
+template <class T> void naive(const ReduceParams& p, const Args& a) {
+  const int64_t rows = p.rows, cols = p.cols;
+  const bool is_max = p.is_max, total = p.total;
   const T* x = a.in[0].as<T>();
   float* y = a.out[0].as<float>();
   float acc = is_max ? -INFINITY : 0.0f;
@@ -42,9 +43,9 @@ template <class T> float reduce_span(const T* x, int64_t n, bool is_max) {
   return s;
 }
 
-template <class T> void simd(const Problem& p, const Args& a) {
-  const int64_t rows = p.dim("rows"), cols = p.dim("cols");
-  const bool is_max = p.opt("mode") == "max", total = p.opt("over") == "total";
+template <class T> void simd(const ReduceParams& p, const Args& a) {
+  const int64_t rows = p.rows, cols = p.cols;
+  const bool is_max = p.is_max, total = p.total;
   const T* x = a.in[0].as<T>();
   float* y = a.out[0].as<float>();
   if (!total) {
@@ -59,18 +60,15 @@ template <class T> void simd(const Problem& p, const Args& a) {
   for (int64_t c = 0; c < chunks; ++c) part[c] = reduce_span(x + c * chunk, std::min(chunk, n - c * chunk), is_max);
   y[0] = reduce_span(part.data(), chunks, is_max);
 }
+void run_naive(const ReduceParams& p, const Args& a) { cpu::with_float_type(p.x, [&](auto t) { naive<decltype(t)>(p, a); }); }
+void run_simd(const ReduceParams& p, const Args& a) { cpu::with_float_type(p.x, [&](auto t) { simd<decltype(t)>(p, a); }); }
 }  // namespace
 
 std::vector<Variant> reduce_cpu_variants() {
-  Variant n;
-  n.name = "cpu_naive";
-  n.note = "one running fp32 accumulator on one thread: a serial chain of dependent adds";
-  n.run = [](const Problem& p, const Args& a) { cpu::with_float_type(p.dtype, [&](auto t) { naive<decltype(t)>(p, a); }); };
-  Variant s;
-  s.name = "cpu_simd";
-  s.note = "independent accumulators in vector lanes and threads over rows or chunks, combined at the end: bandwidth-limited";
-  s.run = [](const Problem& p, const Args& a) { cpu::with_float_type(p.dtype, [&](auto t) { simd<decltype(t)>(p, a); }); };
-  return {n, s};
+  return {cpu_variant("reduce", "cpu_naive", "one running fp32 accumulator on one thread: a serial chain of dependent adds", run_naive),
+          cpu_variant("reduce", "cpu_simd",
+                      "independent accumulators in vector lanes and threads over rows or chunks, combined at the end: bandwidth-limited",
+                      run_simd)};
 }
 
 }  // namespace kl

@@ -33,6 +33,15 @@ Op make_reduce_op() {
   op.opts = {{"mode", {"sum", "max"}, "sum", "the reduction"},
              {"over", {"rows", "total"}, "rows", "one result per row, or one in total"}};
   op.dtypes = float_dtypes();
+  op.parse = [](const Problem& p) -> std::any {
+    // y is fp32 whatever the problem's dtype (op.outputs), so its dtype is not p.dtype_of("y").
+    return ReduceParams{.rows = p.dim("rows"),
+                        .cols = p.dim("cols"),
+                        .is_max = p.opt("mode") == "max",
+                        .total = p.opt("over") == "total",
+                        .x = p.dtype_of("x"),
+                        .y = DType::f32};
+  };
   op.cost = [](const Problem& p) {
     const double rows = static_cast<double>(p.dim("rows")), n = rows * static_cast<double>(p.dim("cols"));
     return Cost{n, n * dtype_bits(p.dtype) / 8.0 + 4 * (p.opt("over") == "total" ? 1 : rows)};
@@ -60,7 +69,6 @@ Op make_reduce_op() {
     return std::max(default_tolerance(DType::f32), 4 * std::sqrt(n) * 0x1p-24);
   };
   op.variants = reduce_cpu_variants();
-  for (Variant& v : reduce_gpu_variants()) op.variants.push_back(std::move(v));
   return op;
 }
 

@@ -7,23 +7,24 @@
 #include <cstring>
 
 #include "ops/cpu_math.h"
+#include "ops/cpu_variant.h"
 #include "ops/transpose/transpose.h"
 
 namespace kl {
 
 namespace {
 // Storage is moved as raw elements of this many bytes: a transpose never converts.
-template <class E> void naive(const Problem& p, const Args& a) {
-  const int64_t rows = p.dim("rows"), cols = p.dim("cols");
+template <class E> void naive(const TransposeParams& p, const Args& a) {
+  const int64_t rows = p.rows, cols = p.cols;
   const E* x = static_cast<const E*>(a.in[0].data());
   E* y = static_cast<E*>(a.out[0].data());
   for (int64_t i = 0; i < rows; ++i)
     for (int64_t j = 0; j < cols; ++j) y[j * rows + i] = x[i * cols + j];
 }
 
-template <class E> void tiled(const Problem& p, const Args& a) {
+template <class E> void tiled(const TransposeParams& p, const Args& a) {
   constexpr int64_t TR = 32, TC = 32;  // both the x tile and the y tile fit in L1, in whole lines
-  const int64_t rows = p.dim("rows"), cols = p.dim("cols");
+  const int64_t rows = p.rows, cols = p.cols;
   const E* x = static_cast<const E*>(a.in[0].data());
   E* y = static_cast<E*>(a.out[0].data());
   const int64_t tr = (rows + TR - 1) / TR, tc = (cols + TC - 1) / TC;
@@ -51,27 +52,22 @@ template <class E> void tiled(const Problem& p, const Args& a) {
   }
 }
 
-template <template <class> class Kernel> void by_size(const Problem& p, const Args& a) {
-  switch (dtype_bits(p.dtype)) {
-    case 32: Kernel<uint32_t>{}(p, a); return;
-    case 16: Kernel<uint16_t>{}(p, a); return;
-    default: Kernel<uint8_t>{}(p, a); return;
+// The storage element of x's dtype, by its size (a transpose never converts).
+template <class F> void by_size(const TransposeParams& p, F&& f) {
+  switch (dtype_bits(p.x)) {
+    case 32: f(uint32_t{}); return;
+    case 16: f(uint16_t{}); return;
+    default: f(uint8_t{}); return;
   }
 }
-template <class E> struct Naive { void operator()(const Problem& p, const Args& a) { naive<E>(p, a); } };
-template <class E> struct Tiled { void operator()(const Problem& p, const Args& a) { tiled<E>(p, a); } };
+void run_naive(const TransposeParams& p, const Args& a) { by_size(p, [&](auto e) { naive<decltype(e)>(p, a); }); }
+void run_tiled(const TransposeParams& p, const Args& a) { by_size(p, [&](auto e) { tiled<decltype(e)>(p, a); }); }
 }  // namespace
 
 std::vector<Variant> transpose_cpu_variants() {
-  Variant n;
-  n.name = "cpu_naive";
-  n.note = "reads x along rows and writes y down columns: every store touches a new cache line, one thread";
-  n.run = by_size<Naive>;
-  Variant t;
-  t.name = "cpu_tiled";
-  t.note = "32x32 tiles transposed in L1 so x is read and y written in whole cache lines (fp32 y streamed); all cores";
-  t.run = by_size<Tiled>;
-  return {n, t};
+  return {cpu_variant("transpose", "cpu_naive", "reads x along rows and writes y down columns: every store touches a new cache line, one thread", run_naive),
+          cpu_variant("transpose", "cpu_tiled",
+                      "32x32 tiles transposed in L1 so x is read and y written in whole cache lines (fp32 y streamed); all cores", run_tiled)};
 }
 
 }  // namespace kl

@@ -12,6 +12,9 @@ Op make_transpose_op() {
   op.counting = "0 FLOPs; bytes: x read once, y written once";
   op.dims = rows_cols_dims();
   op.dtypes = float_dtypes();
+  op.parse = [](const Problem& p) -> std::any {
+    return TransposeParams{p.dim("rows"), p.dim("cols"), p.dtype_of("x"), p.dtype_of("y")};
+  };
   op.cost = [](const Problem& p) {
     const double n = static_cast<double>(p.dim("rows")) * static_cast<double>(p.dim("cols"));
     return Cost{0, 2 * n * dtype_bits(p.dtype) / 8.0};
@@ -34,7 +37,6 @@ Op make_transpose_op() {
   };
   op.tolerance = [](const Problem&) { return 0.0; };  // a copy: exact
   op.variants = transpose_cpu_variants();
-  for (Variant& v : transpose_gpu_variants()) op.variants.push_back(std::move(v));
   return op;
 }
 

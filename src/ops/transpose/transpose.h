@@ -1,10 +1,18 @@
-// The transpose op's CPU rungs, declared for its op definition.
+// transpose: y (cols, rows) = x (rows, cols)^T. No arithmetic: the whole lesson is moving bytes.
 #pragma once
+#include <cstdint>
 #include <vector>
 
 #include "kernelab/op.h"
 
 namespace kl {
+
+// What every transpose rung receives, parsed once from the problem.
+struct TransposeParams {
+  int64_t rows = 0, cols = 0;            // of x; y is (cols, rows)
+  DType x = DType::f32, y = DType::f32;  // the tensors' dtypes (a transpose moves raw elements: the same)
+};
+
 std::vector<Variant> transpose_cpu_variants();
-std::vector<Variant> transpose_gpu_variants();
+
 }  // namespace kl

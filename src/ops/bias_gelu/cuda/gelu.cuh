@@ -1,6 +1,7 @@
 // The exact GELU both bias_gelu rungs apply: gelu(t) = t/2 * erfc(-t / sqrt 2), which equals
 // t/2 * (1 + erf(t / sqrt 2)) without its cancellation for t << 0 (1 + erf loses ~1e-5 relative at t = -3).
 #pragma once
+#include "ops/bias_gelu/bias_gelu.h"
 #include "ops/gpu_rowwise.h"
 
 namespace kl::KL_TARGET::bias_gelu {

@@ -20,18 +20,31 @@ template <class E> __global__ void apply_gelu(const E* __restrict__ t, E* __rest
     y[i] = from_f32<E>(gelu(to_f32(t[i])));
 }
 
-template <class E> void run(const Problem& p, const Args& a) {
-  const int cols = static_cast<int>(p.dim("cols"));
-  const int64_t n = p.dim("rows") * cols;
+template <class E> void run(const BiasGeluParams& p, const Args& a) {
+  const int cols = static_cast<int>(p.cols);
+  const int64_t n = p.n();
   E* t = static_cast<E*>(a.workspace);  // (rows, cols) in the dtype
   KL_LAUNCH(add_bias<E>, grid_for(n, kThreads), kThreads, 0, a.stream, static_cast<const E*>(a.in[0].data()),
             static_cast<const E*>(a.in[1].data()), t, n, cols);
   KL_LAUNCH(apply_gelu<E>, grid_for(n, kThreads), kThreads, 0, a.stream, t, static_cast<E*>(a.out[0].data()), n);
 }
+
+void launch(const BiasGeluParams& p, const Args& a) {
+  rowwise::with_element(p.x, [&](auto e) { run<decltype(e)>(p, a); });
+}
 }  // namespace
 
-void bias_gelu_v01_unfused(const Problem& p, const Args& a) {
-  rowwise::with_element(p.dtype, [&](auto e) { run<decltype(e)>(p, a); });
+KL_RUNGS {
+  Rung<BiasGeluParams> r{.op = "bias_gelu",
+                         .name = "cuda_unfused",
+                         .note = "two kernels as two library calls would run them: x + bias written to a workspace in the dtype, then read back for gelu: twice the traffic, two launches",
+                         .workspace_bytes = [](const BiasGeluParams& p) { return static_cast<size_t>(dtype_storage_bytes(p.x, p.n())); },
+                         .configs = {{.name = "256_threads",
+                                      .threads = kThreads,
+                                      .kernels = {{for_elements([](auto e) { return KL_KERNEL(add_bias<decltype(e)>); }), {}, {}},
+                                                  {for_elements([](auto e) { return KL_KERNEL(apply_gelu<decltype(e)>); }), {}, {}}},
+                                      .run = launch}}};
+  return {variant_of(r)};
 }
 
 }  // namespace kl::KL_TARGET

@@ -1,13 +1,13 @@
 // bias_gelu v02: one kernel: x + bias stays in a register and goes straight through gelu, with
 // 16-byte vector accesses when rows are a whole number of vectors (scalar otherwise). Saves
-// the workspace's write and read (half the traffic of v01) and a launch.
+// the workspace's write and read (half the traffic of v01) and a launch. Configs: 256 or 128
+// threads a block (the kernel is a grid-stride loop; the block size only changes its grid).
 #include "ops/bias_gelu/cuda/gelu.cuh"
 
 namespace kl::KL_TARGET {
 
 namespace {
 using namespace bias_gelu;
-constexpr int kThreads = 256;
 
 // W elements per access: kVec<E> when cols is a multiple of it and x, bias, y are 16-byte
 // aligned (a pack then never crosses a row, and its bias pack is aligned too), else 1.
@@ -30,24 +30,44 @@ __global__ void bias_gelu_fused(const E* __restrict__ x, const E* __restrict__ b
   }
 }
 
-template <class E, int W> void launch(const Problem& p, const Args& a) {
-  const int cols = static_cast<int>(p.dim("cols"));
-  const int64_t npack = p.dim("rows") * cols / W;
+template <class E, int W, int kThreads> void launch(const BiasGeluParams& p, const Args& a) {
+  const int cols = static_cast<int>(p.cols);
+  const int64_t npack = p.n() / W;
   KL_LAUNCH((bias_gelu_fused<E, W>), grid_for(npack, kThreads), kThreads, 0, a.stream,
             static_cast<const E*>(a.in[0].data()), static_cast<const E*>(a.in[1].data()),
             static_cast<E*>(a.out[0].data()), npack, cols);
 }
 
-template <class E> void run(const Problem& p, const Args& a) {
-  const bool vec = p.dim("cols") % kVec<E> == 0 && aligned16(a.in[0].data()) && aligned16(a.in[1].data()) &&
+template <class E, int kThreads> void run(const BiasGeluParams& p, const Args& a) {
+  const bool vec = p.cols % kVec<E> == 0 && aligned16(a.in[0].data()) && aligned16(a.in[1].data()) &&
                    aligned16(a.out[0].data());
-  if (vec) launch<E, kVec<E>>(p, a);
-  else launch<E, 1>(p, a);
+  if (vec) launch<E, kVec<E>, kThreads>(p, a);
+  else launch<E, 1, kThreads>(p, a);
+}
+
+template <int kThreads> void run_all(const BiasGeluParams& p, const Args& a) {
+  rowwise::with_element(p.x, [&](auto e) { run<decltype(e), kThreads>(p, a); });
+}
+
+// Both configs launch the same kernels: the vector one (16-byte loads of x and bias, 16-byte
+// stores of y) and the scalar one.
+template <int kThreads> RungConfig<BiasGeluParams> config() {
+  return {.name = std::to_string(kThreads) + "_threads",
+          .threads = kThreads,
+          .kernels = {{for_elements([](auto e) { using E = decltype(e); return KL_KERNEL(bias_gelu_fused<E, kVec<E>>); }),
+                       {"ld.global.nc.v4", "st.global.v4"},
+                       {"LDG.E.128.CONSTANT", "STG.E.128"}},
+                      {for_elements([](auto e) { return KL_KERNEL(bias_gelu_fused<decltype(e), 1>); }), {}, {}}},
+          .run = run_all<kThreads>};
 }
 }  // namespace
 
-void bias_gelu_v02_fused(const Problem& p, const Args& a) {
-  rowwise::with_element(p.dtype, [&](auto e) { run<decltype(e)>(p, a); });
+KL_RUNGS {
+  Rung<BiasGeluParams> r{.op = "bias_gelu",
+                         .name = "cuda_fused",
+                         .note = "one kernel: x + bias stays in a register on its way through gelu, 16-byte vector loads and stores where rows allow: half the traffic, one launch",
+                         .configs = {config<256>(), config<128>()}};
+  return {variant_of(r)};
 }
 
 }  // namespace kl::KL_TARGET

@@ -1,8 +1,10 @@
 // What the layernorm/rmsnorm rungs share: the tensors as a kernel sees them, Welford's running
 // statistics and their merge (Chan et al.) across a warp and a block, and the two kinds' final
-// coefficients. Every rung is a template on kLayer: layernorm centres on the mean, rmsnorm not.
+// coefficients. Every rung is a template on kLayer: layernorm centres on the mean, rmsnorm not;
+// a rung file declares two variants, one per op, each launching its kind's instantiations.
 #pragma once
 #include "ops/gpu_rowwise.h"
+#include "ops/norm/norm.h"
 
 namespace kl::KL_TARGET::norm {
 
@@ -20,17 +22,17 @@ template <class E> struct Tensors {
 };
 
 // The inputs are x, gamma, [beta], [residual]; the outputs y, [h] (ops/norm/op.cpp).
-template <class E> Tensors<E> tensors_of(const Problem& p, const Args& a, bool layer) {
-  const bool res = p.opt_flag("residual");
+template <class E> Tensors<E> tensors_of(const NormParams& p, const Args& a, bool layer) {
+  const bool res = p.residual;
   return {static_cast<const E*>(a.in[0].data()),
           res ? static_cast<const E*>(a.in.back().data()) : nullptr,
           static_cast<const E*>(a.in[1].data()),
           layer ? static_cast<const E*>(a.in[2].data()) : nullptr,
           static_cast<E*>(a.out[0].data()),
           res ? static_cast<E*>(a.out[1].data()) : nullptr,
-          static_cast<int>(p.dim("rows")),
-          static_cast<int>(p.dim("cols")),
-          static_cast<float>(p.opt_number("eps"))};
+          static_cast<int>(p.rows),
+          static_cast<int>(p.cols),
+          static_cast<float>(p.eps)};
 }
 
 // Count, mean and sum of squared deviations from the mean of the values seen. Divisions are
@@ -84,13 +86,7 @@ template <bool kLayer> __device__ __forceinline__ Coeffs coeffs_of(const Welford
   else return {0.0f, rsqrtf(var + w.mean * w.mean + eps)};
 }
 
-// A rung's launcher for each kind: name_layer and name_rms call run<E, kind>.
-#define KL_NORM_LAUNCHERS(name)                                                                        \
-  void name##_layer(const Problem& p, const Args& a) {                                                 \
-    rowwise::with_element(p.dtype, [&](auto e) { run<decltype(e), true>(p, a); });                     \
-  }                                                                                                    \
-  void name##_rms(const Problem& p, const Args& a) {                                                   \
-    rowwise::with_element(p.dtype, [&](auto e) { run<decltype(e), false>(p, a); });                    \
-  }
+// The op a rung's variant of kind kLayer belongs to.
+inline const char* op_of(bool layer) { return layer ? "layernorm" : "rmsnorm"; }
 
 }  // namespace kl::KL_TARGET::norm

@@ -17,7 +17,7 @@ template <class E> __global__ void residual_add(const E* __restrict__ x, const E
 
 // stats[2 row] = mean (0 for rmsnorm), stats[2 row + 1] = 1 / sqrt(mean((v - mean)^2) + eps).
 template <class E, bool kLayer> __global__ void row_stats(const E* __restrict__ v, float* __restrict__ stats, int cols, float eps) {
-  __shared__ float buf[kThreads];
+  KL_SHARED(float, buf, [kThreads]);
   const E* vr = v + static_cast<int64_t>(blockIdx.x) * cols;
   float mean = 0;
   if constexpr (kLayer) {
@@ -46,7 +46,7 @@ __global__ void normalise(const E* __restrict__ v, const float* __restrict__ sta
   }
 }
 
-template <class E, bool kLayer> void run(const Problem& p, const Args& a) {
+template <class E, bool kLayer> void run(const NormParams& p, const Args& a) {
   const Tensors<E> t = tensors_of<E>(p, a, kLayer);
   const int64_t n = static_cast<int64_t>(t.rows) * t.cols;
   const unsigned flat_grid = grid_for(n, kThreads);
@@ -59,8 +59,27 @@ template <class E, bool kLayer> void run(const Problem& p, const Args& a) {
   KL_LAUNCH((row_stats<E, kLayer>), t.rows, kThreads, 0, a.stream, v, stats, t.cols, t.eps);
   KL_LAUNCH((normalise<E, kLayer>), flat_grid, kThreads, 0, a.stream, v, stats, t);
 }
+
+template <bool kLayer> void launch(const NormParams& p, const Args& a) {
+  with_element(p.x, [&](auto e) { run<decltype(e), kLayer>(p, a); });
+}
+
+template <bool kLayer> Rung<NormParams> rung() {
+  return {.op = op_of(kLayer),
+          .name = "cuda_unfused",
+          .note = "three kernels through memory: residual sum written and read back, two-pass row statistics into a workspace, then y elementwise: the row read three or four times, three launches",
+          .workspace_bytes = [](const NormParams& p) { return static_cast<size_t>(2 * p.rows) * sizeof(float); },
+          .configs = {{.name = "256_threads",
+                       .threads = kThreads,
+                       .kernels = {{for_elements([](auto e) { return KL_KERNEL(residual_add<decltype(e)>); }), {}, {}},
+                                   {for_elements([](auto e) { return KL_KERNEL(row_stats<decltype(e), kLayer>); }),
+                                    {"bar.sync", "st.shared", "rsqrt.approx"},
+                                    {"BAR.SYNC", "STS", "MUFU.RSQ"}},
+                                   {for_elements([](auto e) { return KL_KERNEL(normalise<decltype(e), kLayer>); }), {}, {}}},
+                       .run = launch<kLayer>}}};
+}
 }  // namespace
 
-KL_NORM_LAUNCHERS(norm_v01_unfused)
+KL_RUNGS { return {variant_of(rung<true>()), variant_of(rung<false>())}; }
 
 }  // namespace kl::KL_TARGET

@@ -7,8 +7,11 @@
 
 #include <cmath>
 #include <cstdint>
+#include <string>
 #include <type_traits>
+#include <vector>
 
+#include "ops/gpu_rowwise.h"  // KL_UNROLL
 #include "ops/gpu_rung.h"
 #include "ops/reduce/reduce.h"
 
@@ -33,15 +36,32 @@ __device__ __forceinline__ float to_float(__half v) { return __half2float(v); }
 __device__ __forceinline__ float to_float(__nv_bfloat16 v) { return __bfloat162float(v); }
 
 // f.template operator()<E, Op>() with E the input's element type and Op the reduction.
-template <class F> void dispatch(const Problem& p, F&& f) {
-  const bool is_max = p.opt("mode") == "max";
+template <class F> void dispatch(const ReduceParams& p, F&& f) {
   auto with = [&]<class E>() {
-    if (is_max) f.template operator()<E, Max>();
+    if (p.is_max) f.template operator()<E, Max>();
     else f.template operator()<E, Sum>();
   };
-  if (p.dtype == DType::f16) with.template operator()<__half>();
-  else if (p.dtype == DType::bf16) with.template operator()<__nv_bfloat16>();
-  else with.template operator()<float>();
+  switch (p.x) {
+    case DType::f32: with.template operator()<float>(); return;
+    case DType::f16: with.template operator()<__half>(); return;
+    case DType::bf16: with.template operator()<__nv_bfloat16>(); return;
+    default: runtime_failure("the reduce CUDA rungs take fp32, fp16 or bf16, not " + std::string(dtype_name(p.x)));
+  }
+}
+
+// What a rung declares: one kernel ref per input element type of reduction Op, f(E{}, Op{})
+// giving the kernel ref of one instantiation (E: float, __half, __nv_bfloat16); or of both
+// reductions (the Sum instantiations, then the Max ones).
+template <class Op, class F> std::vector<KernelRef> for_inputs(F f) { return {f(float{}, Op{}), f(__half{}, Op{}), f(__nv_bfloat16{}, Op{})}; }
+template <class F> std::vector<KernelRef> for_inputs_all(F f) {
+  std::vector<KernelRef> k = for_inputs<Sum>(f), m = for_inputs<Max>(f);
+  k.insert(k.end(), m.begin(), m.end());
+  return k;
+}
+
+// The workspace of the rungs from v02 on: over=total, one fp32 partial per block of the first pass.
+inline size_t partials_bytes(const ReduceParams& p) {
+  return p.total ? static_cast<size_t>(kReduceMaxPartials) * sizeof(float) : size_t{0};
 }
 
 // Blocks of the grid-stride pass over=total: enough for `per_thread` elements a thread, at most
@@ -67,7 +87,7 @@ __device__ __forceinline__ Share block_share(int64_t n, int64_t cols, bool per_r
 // ---- v03: folds in registers across the lanes of a warp ------------------------------------
 // Lane 0 ends with the warp's result: each step adds the upper half of the lanes onto the lower.
 template <class Op> __device__ __forceinline__ float warp_reduce(float v) {
-#pragma unroll
+  KL_UNROLL
   for (int offset = 16; offset > 0; offset /= 2) v = Op::apply(v, __shfl_down_sync(0xffffffffu, v, offset));
   return v;
 }
@@ -75,7 +95,7 @@ template <class Op> __device__ __forceinline__ float warp_reduce(float v) {
 // Thread 0 ends with the block's result: warps fold, one shared slot per warp, warp 0 folds the
 // slots. Every thread of the block must call it (it holds a barrier).
 template <class Op> __device__ __forceinline__ float block_reduce(float v) {
-  __shared__ float slots[kWarps];
+  KL_SHARED(float, slots, [kWarps]);
   const int lane = threadIdx.x % 32, warp = threadIdx.x / 32;
   v = warp_reduce<Op>(v);
   if (lane == 0) slots[warp] = v;
@@ -97,7 +117,7 @@ __device__ __forceinline__ uint4 ldg16(const uint4* p) {
 // Folds four fp32 or eight 16-bit elements held in a 16-byte vector.
 template <class E, class Op> __device__ __forceinline__ float fold16(float acc, uint4 q) {
   const uint32_t w[4] = {q.x, q.y, q.z, q.w};
-#pragma unroll
+  KL_UNROLL
   for (int k = 0; k < 4; ++k) {
     if constexpr (sizeof(E) == 4) {
       acc = Op::apply(acc, __uint_as_float(w[k]));
@@ -125,9 +145,9 @@ template <class E, class Op> __device__ float fold_span16(const E* x, int64_t le
   int64_t v = t;
   for (; v + 3 * stride < nvec; v += 4 * stride) {
     uint4 q[4];
-#pragma unroll
+    KL_UNROLL
     for (int k = 0; k < 4; ++k) q[k] = ldg16(body + v + k * stride);
-#pragma unroll
+    KL_UNROLL
     for (int k = 0; k < 4; ++k) acc = fold16<E, Op>(acc, q[k]);
   }
   for (; v < nvec; v += stride) acc = fold16<E, Op>(acc, ldg16(body + v));

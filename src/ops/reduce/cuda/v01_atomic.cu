@@ -34,19 +34,32 @@ __global__ void reduce_atomic(const E* __restrict__ x, float* __restrict__ y, in
   if constexpr (std::is_same_v<Op, Sum>) atomicAdd(out, to_float(x[i]));
   else atomic_max_float(out, to_float(x[i]));
 }
-}  // namespace
 
-void reduce_v01_atomic(const Problem& p, const Args& a) {
+void launch(const ReduceParams& p, const Args& a) {
   dispatch(p, [&]<class E, class Op>() {
-    const int64_t rows = p.dim("rows"), cols = p.dim("cols"), n = rows * cols;
-    const bool total = p.opt("over") == "total";
-    const int64_t outputs = total ? 1 : rows;
+    const int64_t n = p.n(), outputs = p.outputs();
     auto* y = static_cast<float*>(a.out[0].data());
     KL_LAUNCH(reduce_init<Op>, dim3(static_cast<unsigned>((outputs + kThreads - 1) / kThreads)), dim3(kThreads), 0,
               a.stream, y, outputs);
     KL_LAUNCH((reduce_atomic<E, Op>), dim3(static_cast<unsigned>((n + kThreads - 1) / kThreads)), dim3(kThreads), 0,
-              a.stream, static_cast<const E*>(a.in[0].data()), y, n, cols, total);
+              a.stream, static_cast<const E*>(a.in[0].data()), y, n, p.cols, p.total);
   });
+}
+}  // namespace
+
+KL_RUNGS {
+  const auto atomic = [](auto e, auto op) { return KL_KERNEL(reduce_atomic<decltype(e), decltype(op)>); };
+  const Rung<ReduceParams> r{
+      .op = "reduce",
+      .name = "cuda_atomic",
+      .note = "one thread per element, each an atomic into the output (float max by the int-ordering trick): every thread of a row contends for one address",
+      .configs = {{.name = "256_threads",
+                   .threads = kThreads,
+                   .kernels = {{{KL_KERNEL(reduce_init<Sum>), KL_KERNEL(reduce_init<Max>)}, {"st.global"}, {"STG.E"}},
+                               {for_inputs<Sum>(atomic), {"atom.global.add.f32"}, {"REDG.E.ADD.F32"}},
+                               {for_inputs<Max>(atomic), {"atom.global.max.s32", "atom.global.min.u32"}, {"REDG.E.MAX.S32", "REDG.E.MIN"}}},
+                   .run = launch}}};
+  return {variant_of(r)};
 }
 
 }  // namespace kl::KL_TARGET

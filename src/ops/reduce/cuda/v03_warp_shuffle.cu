@@ -32,25 +32,43 @@ __global__ void __launch_bounds__(kThreads)
   acc = warp_reduce<Op>(acc);
   if (lane == 0) y[row] = acc;
 }
-}  // namespace
 
-void reduce_v03_warp_shuffle(const Problem& p, const Args& a) {
+void launch(const ReduceParams& p, const Args& a) {
   dispatch(p, [&]<class E, class Op>() {
-    const int64_t rows = p.dim("rows"), cols = p.dim("cols"), n = rows * cols;
+    const int64_t n = p.n();
     const auto* x = static_cast<const E*>(a.in[0].data());
     auto* y = static_cast<float*>(a.out[0].data());
-    if (p.opt("over") == "rows" && cols <= kWarpRowMax) {
-      const auto blocks = static_cast<unsigned>((rows + kWarps - 1) / kWarps);
-      KL_LAUNCH((reduce_rows_warp<E, Op>), dim3(blocks), dim3(kThreads), 0, a.stream, x, y, rows, cols);
-    } else if (p.opt("over") == "rows") {
-      KL_LAUNCH((reduce_shuffle<E, Op>), dim3(static_cast<unsigned>(rows)), dim3(kThreads), 0, a.stream, x, y, n, cols, true);
+    if (!p.total && p.cols <= kWarpRowMax) {
+      const auto blocks = static_cast<unsigned>((p.rows + kWarps - 1) / kWarps);
+      KL_LAUNCH((reduce_rows_warp<E, Op>), dim3(blocks), dim3(kThreads), 0, a.stream, x, y, p.rows, p.cols);
+    } else if (!p.total) {
+      KL_LAUNCH((reduce_shuffle<E, Op>), dim3(static_cast<unsigned>(p.rows)), dim3(kThreads), 0, a.stream, x, y, n, p.cols, true);
     } else {
       auto* partials = static_cast<float*>(a.workspace);
       const int blocks = total_blocks(n, 1);
-      KL_LAUNCH((reduce_shuffle<E, Op>), dim3(blocks), dim3(kThreads), 0, a.stream, x, partials, n, cols, false);
-      KL_LAUNCH((reduce_shuffle<float, Op>), dim3(1), dim3(kThreads), 0, a.stream, partials, y, int64_t{blocks}, cols, false);
+      KL_LAUNCH((reduce_shuffle<E, Op>), dim3(blocks), dim3(kThreads), 0, a.stream, x, partials, n, p.cols, false);
+      KL_LAUNCH((reduce_shuffle<float, Op>), dim3(1), dim3(kThreads), 0, a.stream, partials, y, int64_t{blocks}, p.cols, false);
     }
   });
+}
+}  // namespace
+
+KL_RUNGS {
+  const Rung<ReduceParams> r{
+      .op = "reduce",
+      .name = "cuda_warp_shuffle",
+      .note = "warps fold in registers with shuffles, one shared slot per warp: 1 barrier a block instead of 9, and a warp per row for rows up to 1024",
+      .workspace_bytes = partials_bytes,
+      .configs = {{.name = "256_threads",
+                   .threads = kThreads,
+                   .kernels = {{for_inputs_all([](auto e, auto op) { return KL_KERNEL(reduce_shuffle<decltype(e), decltype(op)>); }),
+                                {"shfl.sync.down", "bar.sync"},
+                                {"SHFL.DOWN", "BAR.SYNC"}},
+                               {for_inputs_all([](auto e, auto op) { return KL_KERNEL(reduce_rows_warp<decltype(e), decltype(op)>); }),
+                                {"shfl.sync.down"},
+                                {"SHFL.DOWN"}}},
+                   .run = launch}}};
+  return {variant_of(r)};
 }
 
 }  // namespace kl::KL_TARGET

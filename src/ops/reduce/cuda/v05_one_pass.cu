@@ -1,12 +1,11 @@
 // reduce v05: over=total in one launch instead of v04's two. Each block writes its partial to the
 // workspace, makes it visible (__threadfence) and counts itself done on an atomic counter; the
 // block that counts last folds all partials and writes the result. Saves the second launch and
-// its gap (a few microseconds: most of the time on small inputs). over=rows is v04 (one launch).
-#include "ops/reduce/cuda/common.cuh"
+// its gap (a few microseconds: most of the time on small inputs). over=rows is v04 (one launch):
+// its kernels and launch, from vectorized.cuh.
+#include "ops/reduce/cuda/vectorized.cuh"
 
 namespace kl::KL_TARGET {
-
-void reduce_v04_vectorized(const Problem& p, const Args& a);
 
 namespace {
 using namespace reduce_cuda;
@@ -21,7 +20,7 @@ __device__ unsigned int blocks_done = 0;
 template <class E, class Op>
 __global__ void __launch_bounds__(kThreads)
     reduce_one_pass(const E* __restrict__ x, float* __restrict__ y, float* partials, int64_t n) {
-  __shared__ bool last;
+  KL_SHARED(bool, last, );
   const int64_t t = static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x;
   float acc = block_reduce<Op>(fold_span16<E, Op>(x, n, t, static_cast<int64_t>(gridDim.x) * blockDim.x));
   if (threadIdx.x == 0) {
@@ -37,16 +36,30 @@ __global__ void __launch_bounds__(kThreads)
   v = block_reduce<Op>(v);
   if (threadIdx.x == 0) y[0] = v;
 }
-}  // namespace
 
-void reduce_v05_one_pass(const Problem& p, const Args& a) {
-  if (p.opt("over") == "rows") return reduce_v04_vectorized(p, a);
+void launch(const ReduceParams& p, const Args& a) {
   dispatch(p, [&]<class E, class Op>() {
-    const int64_t n = p.dim("rows") * p.dim("cols");
+    if (!p.total) return launch_rows_vec<E, Op>(p, a);
+    const int64_t n = p.n();
     const int blocks = total_blocks(n, 4 * 16 / sizeof(E));  // four vectors a thread at least
     KL_LAUNCH((reduce_one_pass<E, Op>), dim3(blocks), dim3(kThreads), 0, a.stream, static_cast<const E*>(a.in[0].data()),
               static_cast<float*>(a.out[0].data()), static_cast<float*>(a.workspace), n);
   });
+}
+}  // namespace
+
+KL_RUNGS {
+  std::vector<KernelGroup> groups = {{for_inputs_all([](auto e, auto op) { return KL_KERNEL(reduce_one_pass<decltype(e), decltype(op)>); }),
+                                      {"ld.global.nc.v4", "membar.gl", "atom.global.inc"},
+                                      {"LDG.E.128.CONSTANT", "MEMBAR", "ATOMG.E.INC"}}};
+  for (KernelGroup& g : vec_groups()) groups.push_back(std::move(g));  // over=rows: v04's kernels
+  const Rung<ReduceParams> r{
+      .op = "reduce",
+      .name = "cuda_one_pass",
+      .note = "over=total in one launch: blocks publish partials (threadfence) and count themselves on an atomic; the last block folds them",
+      .workspace_bytes = partials_bytes,
+      .configs = {{.name = "256_threads", .threads = kThreads, .kernels = std::move(groups), .run = launch}}};
+  return {variant_of(r)};
 }
 
 }  // namespace kl::KL_TARGET

@@ -11,8 +11,18 @@ struct Plain {
   static constexpr int kWidth = transpose_tile::kTile;
   __device__ static int slot(int, int c) { return c; }
 };
+
+template <int kRows> RungConfig<TransposeParams> config() {
+  return transpose_tile::config<Plain, kRows>({"bar.sync", "st.shared", "ld.shared"}, {"BAR.SYNC", "STS", "LDS"});
+}
 }  // namespace
 
-void transpose_v02_smem(const Problem& p, const Args& a) { transpose_tile::run<Plain>(p, a); }
+KL_RUNGS {
+  Rung<TransposeParams> r{.op = "transpose",
+                          .name = "cuda_smem",
+                          .note = "a 32x32 tile through shared memory: global reads and writes both coalesced, but the column read of the tile is a 32-way bank conflict",
+                          .configs = {config<8>(), config<4>()}};
+  return {variant_of(r)};
+}
 
 }  // namespace kl::KL_TARGET

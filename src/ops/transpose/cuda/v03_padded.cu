@@ -11,8 +11,18 @@ struct Padded {
   static constexpr int kWidth = transpose_tile::kTile + 1;
   __device__ static int slot(int, int c) { return c; }
 };
+
+template <int kRows> RungConfig<TransposeParams> config() {
+  return transpose_tile::config<Padded, kRows>({"bar.sync", "st.shared", "ld.shared"}, {"BAR.SYNC", "STS", "LDS"});
+}
 }  // namespace
 
-void transpose_v03_padded(const Problem& p, const Args& a) { transpose_tile::run<Padded>(p, a); }
+KL_RUNGS {
+  Rung<TransposeParams> r{.op = "transpose",
+                          .name = "cuda_padded",
+                          .note = "the tile padded to 32x33 words: a tile column spans 32 banks, so the column read is conflict-free (4-byte elements)",
+                          .configs = {config<8>(), config<4>()}};
+  return {variant_of(r)};
+}
 
 }  // namespace kl::KL_TARGET

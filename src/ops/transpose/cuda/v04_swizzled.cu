@@ -13,8 +13,18 @@ struct Swizzled {
   static constexpr int kWidth = transpose_tile::kTile;
   __device__ static int slot(int r, int c) { return c ^ r; }
 };
+
+template <int kRows> RungConfig<TransposeParams> config() {
+  return transpose_tile::config<Swizzled, kRows>({"bar.sync", "st.shared", "ld.shared"}, {"BAR.SYNC", "STS", "LDS"});
+}
 }  // namespace
 
-void transpose_v04_swizzled(const Problem& p, const Args& a) { transpose_tile::run<Swizzled>(p, a); }
+KL_RUNGS {
+  Rung<TransposeParams> r{.op = "transpose",
+                          .name = "cuda_swizzled",
+                          .note = "column c of tile row r stored at c ^ r instead of padding: conflict-free like the padded tile, with no wasted shared memory",
+                          .configs = {config<8>(), config<4>()}};
+  return {variant_of(r)};
+}
 
 }  // namespace kl::KL_TARGET
