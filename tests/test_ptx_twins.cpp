@@ -11,7 +11,9 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <cmath>
 #include <cstdlib>
+#include <cstring>
 #include <filesystem>
 #include <fstream>
 #include <random>
@@ -50,6 +52,57 @@ TEST(PtxTwins, CpAsyncMovesFourEightAndSixteenBytesIntoShared) {
   for (int i = 0; i < kCopyBytes; ++i) src[i] = static_cast<unsigned char>(i * 7 + 3);
   ASSERT_EQ(SIM_LAUNCH(cp_async_every_size, 1, 64, 0, src.p, out.p), cudaSuccess);
   for (int i = 0; i < kCopyBytes; ++i) ASSERT_EQ(out[i], static_cast<unsigned char>(i * 7 + 3)) << "byte " << i;
+}
+
+// cp.async lands at its wait, not before: until then the twin leaves 0xFF bytes at the
+// destination (NaN as floats), so a kernel that forgets cp.async.wait_group reads NaN.
+template <bool Wait>
+__global__ void stage_then_read(const float* src, float* out) {
+  __shared__ __align__(16) float s[128];
+  const int t = int(threadIdx.x);  // 32 threads, 16 bytes each
+  kl::ptx::cp_async_16(s + 4 * t, src + 4 * t);
+  kl::ptx::cp_async_commit();
+  if constexpr (Wait) kl::ptx::cp_async_wait<0>();  // Wait = false: the planted bug
+  __syncthreads();
+  for (int i = t; i < 128; i += 32) out[i] = s[127 - i];  // other threads' copies
+}
+
+TEST(PtxTwins, CpAsyncReadWithoutItsWaitIsNan) {
+  DeviceBuffer<float> src(128), out(128);
+  for (int i = 0; i < 128; ++i) src[i] = float(i) + 0.25f;
+  ASSERT_EQ(SIM_LAUNCH(stage_then_read<false>, 1, 32, 0, src.p, out.p), cudaSuccess);
+  int nan = 0;
+  for (int i = 0; i < 128; ++i) nan += std::isnan(out[i]);
+  EXPECT_EQ(nan, 128) << "a missing cp.async.wait_group must not pass";
+  ASSERT_EQ(SIM_LAUNCH(stage_then_read<true>, 1, 32, 0, src.p, out.p), cudaSuccess);
+  for (int i = 0; i < 128; ++i) ASSERT_EQ(out[i], float(127 - i) + 0.25f) << "element " << i;
+}
+
+// Three groups from one thread: wait_group 2 completes the oldest only, wait_group 1 the next;
+// the newest, never waited for, never lands. A copy reads its source at the wait.
+__global__ void cp_async_groups(unsigned* src, unsigned* out) {
+  __shared__ __align__(16) unsigned s[3][4];
+  for (int g = 0; g < 3; ++g) {
+    kl::ptx::cp_async_16(s[g], src + 4 * g);
+    kl::ptx::cp_async_commit();
+  }
+  src[0] = 100;
+  kl::ptx::cp_async_wait<2>();
+  std::memcpy(out, s, sizeof s);
+  kl::ptx::cp_async_wait<1>();
+  std::memcpy(out + 12, s, sizeof s);
+}
+
+TEST(PtxTwins, CpAsyncWaitGroupCompletesAllButTheNewestN) {
+  DeviceBuffer<unsigned> src(12), out(24);
+  for (unsigned i = 0; i < 12; ++i) src[i] = i;
+  ASSERT_EQ(SIM_LAUNCH(cp_async_groups, 1, 1, 0, src.p, out.p), cudaSuccess);
+  constexpr unsigned X = 0xffffffffu;  // not landed yet
+  const std::vector<unsigned> after_wait2 = {100, 1, 2, 3, X, X, X, X, X, X, X, X};
+  const std::vector<unsigned> after_wait1 = {100, 1, 2, 3, 4, 5, 6, 7, X, X, X, X};
+  const std::vector<unsigned> got = out.host();
+  EXPECT_EQ(std::vector<unsigned>(got.begin(), got.begin() + 12), after_wait2);
+  EXPECT_EQ(std::vector<unsigned>(got.begin() + 12, got.end()), after_wait1);
 }
 
 __global__ void cp_async_misaligned(const unsigned char* src, unsigned char* out) {

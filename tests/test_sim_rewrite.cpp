@@ -1,6 +1,7 @@
 // The .cu → C++ rewrite of `kernelab sim run`: launches with templated kernels and nested
 // brackets in the configuration, `<<<` inside literals and comments left alone, dynamic
-// shared memory declarations, and line numbers that still match the user's file.
+// shared memory declarations, the poison after block-scope static shared ones, and line
+// numbers that still match the user's file.
 #include "test_sim_util.h"
 #if KERNELAB_HAVE_SIM
 #include <gmock/gmock.h>
@@ -58,6 +59,32 @@ TEST(SimRewrite, DynamicSharedMemoryDeclarations) {
               HasSubstr("static thread_local T*& smem = ::kl::sim::dynamic_shared<T>();"));
   EXPECT_EQ(rw("extern \"C\" int f();"), "#line 1 \"prog.cu\"\nextern \"C\" int f();");
   EXPECT_EQ(rw("static __shared__ int x[4];"), "#line 1 \"prog.cu\"\n       __shared__ int x[4];") << "static is implied";
+}
+
+TEST(SimRewrite, BlockScopeStaticSharedIsPoisonedOnItsOwnLine) {
+  EXPECT_EQ(rw("__global__ void k() {\n  __shared__ float s[4];\n  s[0] = 1;\n}\n"),
+            "#line 1 \"prog.cu\"\n__global__ void k() {\n  __shared__ float s[4]; ::kl::sim::poison_shared_once(&s, sizeof s);\n"
+            "  s[0] = 1;\n}\n");
+  EXPECT_THAT(rw("void f() { static __shared__ __align__(16) T tile[N][M + 1]; }"),
+              HasSubstr("{        __shared__ __align__(16) T tile[N][M + 1]; ::kl::sim::poison_shared_once(&tile, sizeof tile); }"));
+  EXPECT_THAT(rw("void f() { if (x) { __shared__ Pair<int, float> p[2], q; } }"),
+              HasSubstr("p[2], q; ::kl::sim::poison_shared_once(&p, sizeof p); ::kl::sim::poison_shared_once(&q, sizeof q); }"));
+  EXPECT_THAT(rw("namespace a { template <int N> __device__ void f() { __shared__ volatile int flag; } }"),
+              HasSubstr("flag; ::kl::sim::poison_shared_once(&flag, sizeof flag); }"));
+  EXPECT_THAT(rw("void f() { __shared__ float s[N] __attribute__((aligned(16))); }"),
+              HasSubstr("::kl::sim::poison_shared_once(&s, sizeof s); }"));
+  EXPECT_THAT(rw("void f() { extern __shared__ float d[]; }"), Not(HasSubstr("poison_shared_once")));
+  const std::string split = "void f() {\n  __shared__ float\n    a[8];\n  int after;\n}\n";
+  const std::string out = rw(split);
+  EXPECT_THAT(out, HasSubstr("\n    a[8]; ::kl::sim::poison_shared_once(&a, sizeof a);\n  int after;")) << "on the line of the ';'";
+  EXPECT_EQ(std::count(out.begin(), out.end(), '\n'), std::count(split.begin(), split.end(), '\n') + 1);
+}
+
+TEST(SimRewrite, FileScopeSharedIsLeftUnpoisoned) {
+  for (const std::string src : {"__shared__ int x[4];", "namespace a::b { __shared__ int x[4]; }",
+                                "extern \"C\" { __shared__ int x; }", "inline namespace { struct S { int y; }; __shared__ int x; }",
+                                "static __shared__ int x[4];"})
+    EXPECT_THAT(rw(src), Not(HasSubstr("poison_shared_once"))) << src;
 }
 
 TEST(SimRewrite, MalformedLaunchesNameTheLine) {

@@ -1,6 +1,7 @@
 // `kernelab sim run` as a user runs it: ordinary CUDA programs it has never seen
 // (tests/sim/*.cu, each also checked with nvcc by ctest) give the right results, and the
-// planted race, deadlock and bad accesses fail with a message that names the problem.
+// planted race, deadlock and bad accesses fail with a message that names the problem, and a
+// planted read of unwritten shared memory gives NaN.
 #include "test_sim_util.h"
 #if KERNELAB_HAVE_SIM
 #include <gmock/gmock.h>
@@ -121,6 +122,17 @@ TEST(SimRun, PlantedOutOfBoundsAccessesUnderMemcheck) {
   r = sim_run("--memcheck " + program("oob.cu") + " -- freed");
   EXPECT_EQ(r.code, 1);
   EXPECT_THAT(r.err, HasSubstr("use after free: argument 1 of kernel 'scale' points into a 4000-byte cudaMalloc buffer"));
+}
+
+TEST(SimRun, PlantedUninitialisedSharedReadIsNanInEveryBlock) {
+  for (const std::string mode : {"static", "dynamic"}) {
+    const SimResult r = sim_run(program("uninit_shared.cu") + " -- " + mode);
+    EXPECT_EQ(r.code, 1) << r.out << r.err;
+    EXPECT_THAT(r.out, HasSubstr("row sums in " + mode + " shared memory: 8 of 8 rows wrong (8 NaN)"));
+  }
+  const SimResult r = sim_run("--memcheck " + program("uninit_shared.cu") + " -- static");
+  EXPECT_EQ(r.code, 1) << r.out << r.err;
+  EXPECT_THAT(r.out, HasSubstr("8 of 8 rows wrong (8 NaN)")) << "__shared__ is a plain static under --memcheck";
 }
 
 TEST(SimRun, OutOfBoundsWriteIsCaughtWithoutMemcheckToo) {

@@ -1,11 +1,14 @@
 // The simulator's block-level semantics: built-in indices, barriers and their
-// count/and/or forms, static and dynamic shared memory, blocks on several OS threads, and
-// the deadlocks a barrier can cause, each reported with the threads and barriers involved.
+// count/and/or forms, static and dynamic shared memory (0xFF bytes until written, in every
+// block), blocks on several OS threads, and the deadlocks a barrier can cause, each reported
+// with the threads and barriers involved.
 #include "test_sim_util.h"
 #if KERNELAB_HAVE_SIM
 #include <gmock/gmock.h>
 
+#include <bit>
 #include <chrono>
+#include <cstdint>
 #include <thread>
 
 namespace {
@@ -106,6 +109,58 @@ TEST(SimSync, StaticSharedMemoryIsPerBlock) {
   DeviceBuffer<int> out(500, 0);
   ASSERT_EQ(SIM_LAUNCH(own_block_id, 500, 64, 0, out.p), cudaSuccess);
   for (int b = 0; b < 500; ++b) EXPECT_EQ(out[b], 1) << "block " << b;
+}
+
+// Shared memory that nothing wrote reads as 0xFF bytes (a float NaN) in every block, also in
+// the second and later blocks an OS thread runs, where the block before left its values.
+__global__ void read_before_write(float* out) {
+  __shared__ float tile[32];
+  kl::sim::poison_shared_once(&tile, sizeof tile);  // what `sim run` puts after the declaration, as KL_SHARED does
+  float* dyn = kl::sim::dynamic_shared<float>();
+  const unsigned t = threadIdx.x, b = blockIdx.x;
+  out[2 * b * 32 + t] = tile[t];  // planted: both read before any write
+  out[(2 * b + 1) * 32 + t] = dyn[t];
+  tile[t] = float(b), dyn[t] = float(b);  // what the next block would find without the poison
+}
+
+TEST(SimSync, UnwrittenSharedMemoryIsNanInEveryBlock) {
+  const kl::sim::Options saved = kl::sim::options();
+  constexpr int blocks = 6;
+  for (const bool serial : {true, false}) {  // serial: all blocks on one OS thread
+    kl::sim::options().serial = serial, kl::sim::options().os_threads = 2;
+    DeviceBuffer<float> out(2 * blocks * 32, 0.0f);
+    ASSERT_EQ(SIM_LAUNCH(read_before_write, blocks, 32, 32 * sizeof(float), out.p), cudaSuccess);
+    for (int b = 0; b < blocks; ++b)
+      for (const int dynamic : {0, 1}) {
+        int poisoned = 0;
+        for (int t = 0; t < 32; ++t) poisoned += std::bit_cast<std::uint32_t>(out[(2 * b + dynamic) * 32 + t]) == 0xffffffffu;
+        EXPECT_EQ(poisoned, 32) << (dynamic ? "dynamic" : "static") << " shared memory, block " << b << ", serial " << serial;
+      }
+  }
+  kl::sim::options() = saved;
+}
+
+// The fill comes with the first call in a block only: a later first call (here every thread
+// but 0, after thread 0 has written) leaves the value alone.
+__device__ float& block_total() {
+  __shared__ float total;
+  kl::sim::poison_shared_once(&total, sizeof total);
+  return total;
+}
+
+__global__ void sum_through_helper(const float* in, float* out) {
+  if (threadIdx.x == 0) block_total() = 0;
+  __syncthreads();
+  atomicAdd(&block_total(), in[blockIdx.x * blockDim.x + threadIdx.x]);
+  __syncthreads();
+  if (threadIdx.x == 0) out[blockIdx.x] = block_total();
+}
+
+TEST(SimSync, SharedMemoryIsPoisonedOncePerBlockNotPerCall) {
+  DeviceBuffer<float> in(4 * 64), out(4, -1.0f);
+  for (int i = 0; i < 4 * 64; ++i) in[i] = float(i % 64);
+  ASSERT_EQ(SIM_LAUNCH(sum_through_helper, 4, 64, 0, in.p, out.p), cudaSuccess);
+  for (int b = 0; b < 4; ++b) EXPECT_EQ(out[b], 63.0f * 64 / 2) << "block " << b;
 }
 
 __global__ void reverse_in_dynamic_shared(const float* in, float* out, int n) {

@@ -54,12 +54,26 @@ inline void check_aligned(const void* p, std::size_t bytes, const char* what, co
   kl::sim::detail::fault(message.c_str(), site);
 }
 
-// cp.async: the copy happens at once. Only a wait_group makes completion observable, so a
-// copy that is already complete at the wait is one of the schedules the hardware allows.
+// cp.async: the copy joins the thread's open group and lands when a wait covers that group,
+// reading the source then; until it lands the destination holds 0xFF bytes (NaN as a float),
+// so a kernel that reads before its wait_group sees the poison, not the data by luck.
 inline void cp_async(void* dst, const void* src, std::size_t bytes, const char* what, const Site& site) {
   check_aligned(dst, bytes, what, "a shared address", site);
   check_aligned(src, bytes, what, "a global address", site);
-  std::memcpy(dst, src, bytes);
+  std::memset(dst, 0xff, bytes);
+  kl::sim::detail::AsyncCopies& q = kl::sim::detail::async_copies();
+  q.pending.push_back({dst, src, bytes, q.committed});
+}
+
+// cp.async.wait_group n: performs, in issue order, the copies of every committed group but the newest n.
+inline void cp_async_wait_group(unsigned n) {
+  kl::sim::detail::AsyncCopies& q = kl::sim::detail::async_copies();
+  std::size_t kept = 0;
+  for (const kl::sim::detail::AsyncCopy& c : q.pending) {
+    if (c.group + n < q.committed) std::memcpy(c.dst, c.src, c.bytes);
+    else q.pending[kept++] = c;
+  }
+  q.pending.resize(kept);
 }
 
 inline uint32_t half_of(uint32_t word, unsigned which) { return word >> (16 * which) & 0xffffu; }
@@ -194,6 +208,8 @@ KL_PTX_FN void cp_async_16(void* smem_dst, const void* gmem_src KL_PTX_SITE) {
 KL_PTX_FN void cp_async_commit() {
 #if defined(KL_PTX_ASM)
   asm volatile("cp.async.commit_group;\n" ::: "memory");
+#elif defined(KL_PTX_TWIN)
+  ++kl::sim::detail::async_copies().committed;
 #endif
 }
 // cp.async.wait_group N: waits until at most N of this thread's committed groups are pending.
@@ -202,12 +218,17 @@ KL_PTX_FN void cp_async_wait() {
   static_assert(N >= 0, "cp.async.wait_group takes a non-negative constant");
 #if defined(KL_PTX_ASM)
   asm volatile("cp.async.wait_group %0;\n" ::"n"(N) : "memory");
+#elif defined(KL_PTX_TWIN)
+  detail::cp_async_wait_group(N);
 #endif
 }
 // cp.async.wait_all: waits for all of this thread's cp.asyncs, committed or not.
 KL_PTX_FN void cp_async_wait_all() {
 #if defined(KL_PTX_ASM)
   asm volatile("cp.async.wait_all;\n" ::: "memory");
+#elif defined(KL_PTX_TWIN)
+  cp_async_commit();  // the PTX ISA: commit_group then wait_group 0
+  detail::cp_async_wait_group(0);
 #endif
 }
 

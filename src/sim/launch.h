@@ -13,6 +13,7 @@
 #include <tuple>
 #include <type_traits>
 #include <utility>
+#include <vector>
 
 // Set by the scheduler each time it switches into a fiber (threadIdx) or starts a block
 // (the others). A fiber never moves to another OS thread, so these are exact.
@@ -89,6 +90,20 @@ cudaError_t capture(cudaStream_t stream, Work work);
 inline thread_local void* dynamic_smem = nullptr;
 void require_serial_blocks();
 
+// The cp.async copies the calling simulated thread has issued and no wait has performed
+// yet, in issue order: the state of src/cuda/ptx.h's twins. Emptied when the thread starts.
+struct AsyncCopy {
+  void* dst;
+  const void* src;
+  std::size_t bytes;
+  unsigned group;  // its commit group
+};
+struct AsyncCopies {
+  std::vector<AsyncCopy> pending;
+  unsigned committed = 0;  // groups closed by a commit; the open one is number `committed`
+};
+AsyncCopies& async_copies();
+
 template <class T>
 T implicit(T v) {  // copy-initialisation: the conversions a CUDA launch allows, no more
   return v;
@@ -100,6 +115,12 @@ constexpr unsigned count_pointer_params() {
 }
 
 }  // namespace detail
+
+// Static shared memory: fills p[0, bytes) with 0xFF bytes (NaN in fp32, fp16 and bf16) at
+// the first call for p in the block running on this OS thread; later calls in that block do
+// nothing. `sim run` puts a call after every block-scope __shared__ declaration, and so does
+// kernelab's KL_SHARED, so that a read before any write shows up in every block.
+void poison_shared_once(void* p, std::size_t bytes);
 
 template <class T>
 T*& dynamic_shared() {

@@ -1,10 +1,11 @@
 // A small scanner, not a C++ parser: it blanks comments and literals, then finds `<<<` and
-// `extern __shared__` in what is left and takes the kernel name, launch configuration and
-// arguments by bracket matching.
+// `__shared__` in what is left and takes the kernel name, launch configuration, arguments and
+// declared names by bracket matching; counting braces tells block scope from file scope.
 #include "sim/run/rewrite.h"
 
 #include <algorithm>
 #include <cctype>
+#include <iterator>
 #include <vector>
 
 #include "kernelab/error.h"
@@ -209,6 +210,54 @@ std::string dynamic_shared(const Scan& s, std::size_t at, std::size_t* end) {
   return "static thread_local " + t + "*& " + name + " = ::kl::sim::dynamic_shared<" + t + ">();";
 }
 
+// Whether the `{` at `open` opens a namespace or an `extern "C"` block, whose declarations
+// are at file scope like those outside all braces.
+bool opens_namespace(const Scan& s, std::size_t open) {
+  const auto in_head = [](char c) { return ident_char(c) || c == ':' || std::isspace(static_cast<unsigned char>(c)); };
+  std::size_t p = open;  // back over `namespace a::b` (words, '::', space) to what precedes it
+  while (p > 0 && in_head(s.code[p - 1])) --p;
+  for (std::size_t k = p; k < open; ++k)
+    if (word_at(s.code, k, "namespace")) return true;
+  if (p < 2 || s.code[p - 1] != '"') return false;
+  const std::size_t quote = s.code.rfind('"', p - 2);  // extern "C": the literal is blanked, its quotes stay
+  const std::size_t e = quote == std::string::npos ? 0 : s.skip_space_back(quote);
+  return e >= 6 && word_at(s.code, e - 6, "extern");
+}
+
+// After a block-scope `__shared__ [attributes] T a[...], b;` at `at`: the calls that poison
+// each name, and where they go (one past the ';'); empty for anything else.
+std::string poison_static_shared(const Scan& s, std::size_t at, std::size_t* end) {
+  const std::size_t semi = s.code.find(';', at), before = s.skip_space_back(at);
+  if (semi == std::string::npos || s.code.find_first_of("{}#", at) < semi) return {};
+  if (before >= 6 && word_at(s.code, before - 6, "extern")) return {};  // dynamic: filled at block start
+  std::vector<std::string> names;
+  std::string last;  // the declarator's name: its last identifier outside brackets and template arguments
+  int angle = 0;
+  for (std::size_t k = at + 10; k <= semi; ++k) {
+    const char c = s.code[k];
+    if (c == '(' || c == '[') {
+      k = s.match(k);  // __align__(16), [[attributes]], dimensions
+    } else if (c == '<' || c == '>') {
+      angle += c == '<' ? 1 : -1;
+    } else if (angle == 0 && (c == ',' || c == ';')) {
+      if (last.empty()) return {};
+      names.push_back(std::move(last));
+      last.clear();
+    } else if (ident_char(c)) {
+      const std::size_t from = k;
+      while (k + 1 < semi && ident_char(s.code[k + 1])) ++k;
+      const std::string word = s.code.substr(from, k + 1 - from);
+      constexpr std::string_view kAttributes[] = {"__attribute__", "__align__", "alignas"};
+      const bool attribute = std::ranges::find(kAttributes, word) != std::end(kAttributes);
+      if (angle == 0 && !attribute && !std::isdigit(static_cast<unsigned char>(c))) last = word;
+    }
+  }
+  std::string calls;
+  for (const std::string& n : names) calls += " ::kl::sim::poison_shared_once(&" + n + ", sizeof " + n + ");";
+  *end = semi + 1;
+  return calls;
+}
+
 }  // namespace
 
 std::vector<QuoteInclude> quote_includes(std::string_view source) {
@@ -236,6 +285,7 @@ std::string rewrite_cuda(std::string_view source, const std::string& path) {
   for (char c : path) out += c == '"' || c == '\\' ? std::string("\\") + c : std::string(1, c);
   out += "\"\n";
   std::size_t copied = 0;
+  std::vector<bool> braces;  // open '{'s: true for a namespace or extern "C" block
   auto emit = [&](std::size_t from, std::size_t to, const std::string& text) {
     out.append(source.substr(copied, from - copied));
     out += text;
@@ -250,6 +300,14 @@ std::string rewrite_cuda(std::string_view source, const std::string& path) {
       if (!decl.empty()) emit(p, end, decl), p = end - 1;
     } else if (word_at(s.code, p, "static") && word_at(s.code, s.skip_space(p + 6), "__shared__")) {
       emit(p, p + 6, "      ");
+    } else if (word_at(s.code, p, "__shared__") && std::ranges::find(braces, false) != braces.end()) {
+      std::size_t end = 0;
+      const std::string poison = poison_static_shared(s, p, &end);
+      if (!poison.empty()) emit(end, end, poison), p = end - 1;
+    } else if (s.code[p] == '{') {
+      braces.push_back(opens_namespace(s, p));
+    } else if (s.code[p] == '}') {
+      if (!braces.empty()) braces.pop_back();
     } else if (s.code.compare(p, 3, "<<<") == 0) {
       const std::size_t kstart = s.kernel_start(p);
       if (kstart < copied) s.fail(p, "a launch inside another launch's arguments");

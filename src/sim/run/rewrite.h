@@ -1,9 +1,10 @@
 // The source rewrite that makes a .cu file host C++ for the simulator: the launch syntax
 // `kernel<<<grid, block[, smem[, stream]]>>>(args)` becomes a kl::sim::launch_named call,
-// `extern __shared__ T s[];` a reference to the block's dynamic shared memory, and a
-// `static` before __shared__ goes (it is implied). Comments and string literals are left
-// alone, every line keeps its number (a `#line` names the original file), so compiler
-// errors point at the user's source.
+// `extern __shared__ T s[];` a reference to the block's dynamic shared memory, a `static`
+// before __shared__ goes (it is implied), and a block-scope `__shared__ T s[...];` is
+// followed on its line by `::kl::sim::poison_shared_once(&s, sizeof s);`. Comments and
+// string literals are left alone, every line keeps its number (a `#line` names the original
+// file), so compiler errors point at the user's source.
 #pragma once
 #include <string>
 #include <string_view>

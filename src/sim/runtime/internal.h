@@ -65,6 +65,7 @@ struct Stack {
 struct Worker {
   std::vector<SimThread> threads;
   std::vector<Stack> stacks;
+  std::vector<AsyncCopies> async;  // per simulated thread, like stacks: kept across blocks
   std::vector<WarpSlots> warps;
   char* smem_guard = nullptr;  // first byte of the PROT_NONE page after dynamic shared memory
   bctx::fcontext_t scheduler = nullptr;
@@ -72,6 +73,12 @@ struct Worker {
   Launch* launch = nullptr;
   uint3 block{};
   bool block_failed = false;
+  unsigned long long block_epoch = 0;  // bumped at every block start
+  struct Poisoned {
+    const void* address;
+    unsigned long long epoch;  // the block that last filled it
+  };
+  std::vector<Poisoned> poisoned;  // the static shared variables poison_shared_once has filled
   const void* os_stack_bottom = nullptr;  // AddressSanitizer: the scheduler's stack
   std::size_t os_stack_size = 0;
   void* scheduler_fake_stack = nullptr;

@@ -3,6 +3,7 @@
 // barrier or warp collective; a warp collective completes when every lane of its mask has
 // arrived, a barrier when every thread of the block has. When nothing can move, the block
 // is deadlocked and the message says who waits where.
+#include <algorithm>
 #include <boost/context/detail/fcontext.hpp>
 #include <cstdio>
 #include <cstdlib>
@@ -265,6 +266,7 @@ void prepare(Worker& w, Launch& L) {
   if (w.threads.size() < L.threads) w.threads.resize(L.threads);
   while (w.stacks.size() < L.threads) w.stacks.push_back(new_stack(stack_bytes()));
   if (w.warps.size() < (L.threads + 31) / 32) w.warps.resize((L.threads + 31) / 32);
+  if (w.async.size() < L.threads) w.async.resize(L.threads);
   if (!w.smem_guard) w.smem_guard = new_smem_window();
   // The launch's bytes end where the guard page starts: one byte too far faults.
   const std::size_t rounded = (L.smem + 15) & ~std::size_t(15);  // 16-byte aligned start
@@ -281,9 +283,14 @@ void run_block(Worker& w, Launch& L, unsigned long long b) {
   w.block = uint3{unsigned(b % g.x), unsigned(b / g.x % g.y), unsigned(b / (1ull * g.x * g.y))};
   blockIdx = w.block, blockDim = d, gridDim = g;
   w.block_failed = false;
+  ++w.block_epoch;
+  // Dynamic shared memory starts as 0xFF bytes (NaN as a float) in every block, not as the
+  // block before left it, so a read before any write shows up (static: poison_shared_once).
+  std::memset(dynamic_smem, 0xff, L.smem);
   for (unsigned i = 0; i < L.threads; ++i) {
     SimThread& t = w.threads[i];
     t = SimThread{};
+    w.async[i].pending.clear(), w.async[i].committed = 0;
     t.index = i;
     t.tid = uint3{i % d.x, i / d.x % d.y, i / (d.x * d.y)};
     const Stack& s = w.stacks[i];
@@ -342,6 +349,8 @@ void yield_thread() {
   to_scheduler(*tls_worker, me, false);
 }
 
+AsyncCopies& async_copies() { return tls_worker->async[self("cp.async", Site::current()).index]; }
+
 void fault(const char* what, const Site& where) {
   SimThread& me = self(what, where);
   fail_here(*tls_worker, me, "fault", std::string(what) + " at " + site_text(where));
@@ -368,3 +377,16 @@ std::string where_text(const Worker& w, const SimThread& t) {
 }
 
 }  // namespace kl::sim::detail
+
+namespace kl::sim {
+
+void poison_shared_once(void* p, std::size_t bytes) {
+  detail::Worker& w = detail::worker();
+  auto it = std::ranges::find(w.poisoned, static_cast<const void*>(p), &detail::Worker::Poisoned::address);
+  if (it != w.poisoned.end() && it->epoch == w.block_epoch) return;
+  if (it == w.poisoned.end()) w.poisoned.push_back({p, w.block_epoch});
+  else it->epoch = w.block_epoch;
+  std::memset(p, 0xff, bytes);
+}
+
+}  // namespace kl::sim
