@@ -1,8 +1,9 @@
-// Static checks of the CUDA rungs (conventions 8), no GPU needed: every registered CUDA variant's
-// source exists, its PTX (sm_90a) holds the instructions it claims, no rung's PTX touches local
-// memory, and ptxas reports no spills and at most 255 registers for every kernel on sm_80 and
-// sm_90a. The facts come from build/cuda_static.json (cmake/cuda_static.cmake); without nvcc those
-// tests skip. The checker itself is tested on planted violations, and `list` on its keys.
+// Static checks of the CUDA rungs (conventions 8), no GPU needed, on the kernels each config
+// declares (the harness refuses a launch of any other): every such kernel is in the built object
+// on sm_80 and sm_90a, with no local memory (no stack frame, no spills) and at most 255 registers,
+// and holds its group's PTX and SASS claims in the embedded sm_90a code. The facts are cuobjdump's
+// dumps of the built objects (build/cuda_static, cmake/ops.cmake); without nvcc those tests skip.
+// The checker itself is tested on planted violations, and `list` on its keys.
 #include <gtest/gtest.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -13,6 +14,7 @@
 #include <sstream>
 
 #include "hw/occupancy.h"
+#include "kernelab/harness.h"
 #include "ops/static_facts.h"
 
 namespace fs = std::filesystem;
@@ -78,85 +80,182 @@ TEST(PtxCheck, OpcodesSkipDirectivesLabelsCommentsAndGuards) {
                                            "st.shared.v2.f32", "mov.b32", "bar.sync", "ret"}));
 }
 
-TEST(PtxCheck, CatchesPlantedViolations) {
-  // The claims that hold pass; one in a comment only, and st.local, are caught.
-  const auto problems = kl::ptx_violations(kPtx, {"ld.global.v4", "bar.sync", "st.shared", "st.global.v4"});
-  ASSERT_EQ(problems.size(), 2u) << ::testing::PrintToString(problems);
-  EXPECT_NE(problems[0].find("st.global.v4"), std::string::npos) << problems[0];
-  EXPECT_NE(problems[1].find("st.local.u32"), std::string::npos) << problems[1];
-  EXPECT_EQ(kl::ptx_violations("ld.local.f32 %f1, [%rd1];", {}).size(), 1u);
-  EXPECT_TRUE(kl::ptx_violations("ld.global.v4.f32 {%f1,%f2,%f3,%f4}, [%rd1];\n", {"ld.global.v4"}).empty());
+// A cuobjdump dump in the layout cmake/cuda_static_dump.cmake writes: one object, two kernels on
+// two archs; only `vec` holds a 16-byte load, and `scalar` spills on sm_80.
+const char* kDump = R"dump(#kernelab-object x/cuda/v01_planted.cu
+
+Fatbin elf code:
+================
+arch = sm_80
+code version = [1,8]
+
+Resource usage:
+ Common:
+  GLOBAL:0
+ Function _Z6scalarPf:
+  REG:300 STACK:16 SHARED:0 LOCAL:0 CONSTANT[0]:360 TEXTURE:0 SURFACE:0 SAMPLER:0
+ Function _Z3vecPf:
+  REG:24 STACK:0 SHARED:4096 LOCAL:0 CONSTANT[0]:360 TEXTURE:0 SURFACE:0 SAMPLER:0
+
+	code for sm_80
+		Function : _Z6scalarPf
+	.headerflags	@"EF_CUDA_SM80 EF_CUDA_VIRTUAL_SM(EF_CUDA_SM80)"
+        /*0000*/                   MOV R1, c[0x0][0x28] ;                              /* 0x00000a0000017a02 */
+        /*0010*/                   STL [R1], R2 ;                                      /* 0x000fe40000000f00 */
+		Function : _Z3vecPf
+        /*0000*/                   LDG.E.128.CONSTANT R4, [R2.64] ;                  /* 0x00000a0000017a02 */
+        /*0010*/              @!P0 BAR.SYNC.DEFER_BLOCKING 0x0 ;                      /* 0x00000a0000017a02 */
+
+Fatbin elf code:
+================
+arch = sm_90a
+code version = [1,8]
+
+Resource usage:
+ Common:
+  GLOBAL:0
+ Function _Z6scalarPf:
+  REG:16 STACK:0 SHARED:0 LOCAL:0 CONSTANT[0]:548 TEXTURE:0 SURFACE:0 SAMPLER:0
+ Function _Z3vecPf:
+  REG:24 STACK:0 SHARED:4096 LOCAL:0 CONSTANT[0]:548 TEXTURE:0 SURFACE:0 SAMPLER:0
+
+	code for sm_90a
+		Function : _Z6scalarPf
+        /*0000*/                   LDG.E R4, desc[UR4][R2.64] ;                       /* 0x00000a00ff017b82 */
+		Function : _Z3vecPf
+        /*0000*/                   LDG.E.128.CONSTANT R4, desc[UR4][R2.64] ;         /* 0x00000a00ff017b82 */
+        /*0010*/                   BAR.SYNC.DEFER_BLOCKING 0x0 ;                       /* 0x00000a00ff017b82 */
+
+Fatbin ptx code:
+================
+arch = sm_90a
+code version = [9,0]
+
+.version 9.0
+.target sm_90a
+.visible .entry _Z6scalarPf(
+	.param .u64 _Z6scalarPf_param_0
+)
+{
+	ld.global.f32 	%f1, [%rd1];  // ld.global.nc.v4.f32 in a comment
+	ret;
+}
+.visible .entry _Z3vecPf(
+	.param .u64 _Z3vecPf_param_0
+)
+{
+	ld.global.nc.v4.f32 	{%f1, %f2, %f3, %f4}, [%rd1];
+	bar.sync 	0;
+	ret;
+}
+)dump";
+
+kl::Variant planted_variant(std::vector<kl::KernelGroup> groups) {
+  kl::Variant v;
+  v.op = "x";
+  v.name = "cuda_planted";
+  v.backend = kl::Backend::cuda;
+  v.source = "x/cuda/v01_planted.cu";
+  kl::Config c;
+  c.name = "only";
+  c.threads_per_block = 256;
+  c.kernels = std::move(groups);
+  v.configs = {c};
+  return v;
 }
 
-TEST(ResourceCheck, CatchesSpillsAndTooManyRegisters) {
-  kl::RungStatic r;
-  r.source = "x/cuda/v01.cu";
-  kl::KernelResources ok{"ok", 32};
-  kl::KernelResources spilled{"spilled", 64};
-  spilled.spill_store_bytes = 8;
-  kl::KernelResources fat{"fat", 256};
-  r.kernels["sm_90a"] = {ok, spilled};
-  r.kernels["sm_80"] = {ok, fat};
-  const auto problems = kl::resource_violations(r);
+TEST(StaticFacts, ParsesResourcesSassAndPtxPerKernel) {
+  const kl::CudaStatic s = kl::parse_cuobjdump(kDump);
+  EXPECT_EQ(s.archs, (std::vector<std::string>{"sm_80", "sm_90a"}));
+  const kl::ObjectFacts* o = s.find("x/cuda/v01_planted.cu");
+  ASSERT_NE(o, nullptr);
+  const kl::KernelFacts* vec = o->find("sm_90a", "vec");
+  ASSERT_NE(vec, nullptr);
+  EXPECT_EQ(vec->registers, 24);
+  EXPECT_EQ(vec->smem_bytes, 4096);
+  EXPECT_EQ(vec->sass, (std::vector<std::string>{"LDG.E.128.CONSTANT", "BAR.SYNC.DEFER_BLOCKING"}));
+  EXPECT_NE(vec->ptx.find("ld.global.nc.v4.f32"), std::string::npos);
+  EXPECT_EQ(vec->ptx.find("ld.global.f32"), std::string::npos);  // the other entry's body is not in it
+  const kl::KernelFacts* scalar80 = o->find("sm_80", "scalar");
+  ASSERT_NE(scalar80, nullptr);
+  EXPECT_EQ(scalar80->stack_bytes, 16);
+  EXPECT_EQ(scalar80->sass, (std::vector<std::string>{"MOV", "STL"}));
+}
+
+TEST(StaticFacts, ClaimOnlyAnUnlaunchedKernelHoldsFails) {
+  const kl::CudaStatic s = kl::parse_cuobjdump(kDump);
+  // The config launches `scalar` only: the 16-byte load in `vec` (same file) does not count.
+  const kl::Variant scalar = planted_variant({{{{"scalar"}}, {"ld.global.nc.v4"}, {"LDG.E.128"}}});
+  const auto problems = kl::config_violations(scalar, scalar.configs[0], s);
   const std::string all = ::testing::PrintToString(problems);
-  ASSERT_EQ(problems.size(), 2u) << all;
-  EXPECT_NE(all.find("spilled on sm_90a: 8 bytes spill stores"), std::string::npos) << all;
-  EXPECT_NE(all.find("fat on sm_80: 256 registers"), std::string::npos) << all;
-  EXPECT_EQ(r.max_over_kernels("sm_90a").registers, 64);
-  EXPECT_EQ(r.max_over_kernels("sm_90a").spill_bytes(), 8);
+  EXPECT_NE(all.find("scalar claims PTX ld.global.nc.v4"), std::string::npos) << all;
+  EXPECT_NE(all.find("scalar claims SASS LDG.E.128"), std::string::npos) << all;
+  // And it spills and has too many registers on sm_80.
+  EXPECT_NE(all.find("scalar on sm_80: 300 registers"), std::string::npos) << all;
+  EXPECT_NE(all.find("scalar on sm_80: 16 bytes of stack frame"), std::string::npos) << all;
+  EXPECT_NE(all.find("local-memory instruction STL"), std::string::npos) << all;
+  // The same claims on the kernel that holds them pass.
+  const kl::Variant vec = planted_variant({{{{"vec"}}, {"ld.global.nc.v4", "bar.sync"}, {"LDG.E.128", "BAR.SYNC"}}});
+  EXPECT_TRUE(kl::config_violations(vec, vec.configs[0], s).empty()) << ::testing::PrintToString(kl::config_violations(vec, vec.configs[0], s));
+  // A declared kernel the object does not have.
+  const kl::Variant ghost = planted_variant({{{{"ghost<float, 4>"}}, {}, {}}});
+  EXPECT_NE(::testing::PrintToString(kl::config_violations(ghost, ghost.configs[0], s)).find("ghost<float, 4> is not in the sm_80"),
+            std::string::npos);
+}
+
+TEST(StaticFacts, KernelNamesMeetAcrossCompilers) {
+  // c++filt of cuobjdump's names, and the simulator build's __PRETTY_FUNCTION__ of kernel_ref<K>.
+  EXPECT_EQ(kl::plain_kernel_name("void kl::cuda::(anonymous namespace)::softmax_warp<float, 4, 8>(float const*, float*, "
+                                  "kl::cuda::softmax::Shape)"),
+            "softmax_warp<float, 4, 8>");
+  EXPECT_EQ(kl::kernel_name_of_signature("kl::KernelRef kl::sim_ops::kernel_ref() [with auto K = {anonymous}::softmax_warp<float, 4, 8>]"),
+            "softmax_warp<float, 4, 8>");
+  EXPECT_EQ(kl::plain_kernel_name("void kl::cuda::reduce_tree<__half, kl::cuda::rowwise::Max>(__half const*, float*, int)"),
+            "reduce_tree<__half, Max>");
+  EXPECT_EQ(kl::plain_kernel_name("kl::cuda::(anonymous namespace)::chase(unsigned int const*, unsigned int*, long)"), "chase");
+  EXPECT_EQ(kl::plain_kernel_name("void f<4u, 2ul>(int)"), "f<4, 2>");
 }
 
 TEST(CudaStaticFile, MissingOrMalformedSaysWhy) {
   const fs::path dir = fs::temp_directory_path() / ("kernelab-static-test-" + std::to_string(getpid()));
   fs::create_directories(dir);
-  EXPECT_NE(kl::load_cuda_static((dir / "nope.json").string()).why_not.find("not available"), std::string::npos);
-  std::ofstream(dir / "bad.json") << "{\"archs\": 3}";
-  const kl::CudaStatic bad = kl::load_cuda_static((dir / "bad.json").string());
+  EXPECT_NE(kl::load_cuda_static(dir.string()).why_not.find("not available"), std::string::npos);
+  std::ofstream(dir / "bad.txt") << "garbage\n";
+  const kl::CudaStatic bad = kl::load_cuda_static(dir.string());
   EXPECT_FALSE(bad.available());
   EXPECT_NE(bad.why_not.find("malformed"), std::string::npos) << bad.why_not;
   fs::remove_all(dir);
 
   kl::CudaStatic none;
   none.why_not = kl::kNoCudaCompiler;
-  kl::Variant v;
-  v.backend = kl::Backend::cuda;
-  v.source = "x/cuda/v01.cu";
+  const kl::Variant v = planted_variant({});
   const auto j = kl::variant_static_json(v, none);
   EXPECT_EQ(j.at("static"), kl::kNoCudaCompiler);
-  EXPECT_EQ(j.at("source"), "x/cuda/v01.cu");
+  EXPECT_EQ(j.at("source"), "x/cuda/v01_planted.cu");
   EXPECT_EQ(kl::variant_resources_line(v, none), kl::kNoCudaCompiler);
 }
 
-TEST(CudaStaticFile, VariantSummaryHasResourcesAndOccupancy) {
-  kl::CudaStatic s;
-  s.archs = {"sm_80", "sm_90a"};
-  kl::RungStatic& r = s.rungs["x/cuda/v01.cu"];
-  r.source = "x/cuda/v01.cu";
-  kl::KernelResources a{"a", 40}, b{"b", 24};
-  b.smem_bytes = 4096;
-  r.kernels["sm_90a"] = {a, b};
-  kl::Variant v;
-  v.backend = kl::Backend::cuda;
-  v.source = r.source;
-  v.ptx_claims = {"bar.sync"};
-  v.threads_per_block = 256;
+TEST(CudaStaticFile, VariantSummaryHasResourcesConfigsAndOccupancy) {
+  const kl::CudaStatic s = kl::parse_cuobjdump(kDump);
+  kl::Variant v = planted_variant({{{{"vec"}, {"scalar"}}, {"bar.sync"}, {}}});
+  v.configs[0].dynamic_smem_bytes = 1024;
   const auto j = kl::variant_static_json(v, s);
-  EXPECT_EQ(j.at("registers"), 40);    // the max over kernels
-  EXPECT_EQ(j.at("smem_bytes"), 4096);
+  EXPECT_EQ(j.at("registers"), 24);  // the max over the config's kernels on sm_90a
+  EXPECT_EQ(j.at("smem_bytes"), 4096 + 1024);
   EXPECT_EQ(j.at("spill_bytes"), 0);
   EXPECT_EQ(j.at("kernels").size(), 2u);
   EXPECT_EQ(j.at("ptx_claims"), nlohmann::json::array({"bar.sync"}));
+  ASSERT_EQ(j.at("configs").size(), 1u);
+  EXPECT_EQ(j.at("configs")[0].at("name"), "only");
   if (kl::occupancy_available()) {
     EXPECT_EQ(j.at("occupancy_sm90").at("threads_per_block"), 256);
-    EXPECT_EQ(j.at("occupancy_sm90").at("regs_per_thread"), 40);
+    EXPECT_EQ(j.at("occupancy_sm90").at("regs_per_thread"), 24);
     EXPECT_GT(j.at("occupancy_sm90").at("active_blocks_per_sm"), 0);
   }
-  EXPECT_EQ(kl::variant_resources_line(v, s), "sm_90a: 40 registers, 4096 B smem, no spills (max of 2 kernels)");
-  v.threads_per_block = 0;
-  EXPECT_TRUE(kl::variant_static_json(v, s).at("occupancy_sm90").is_string());
+  EXPECT_EQ(kl::variant_resources_line(v, s), "sm_90a: 24 registers, 5120 B smem, no spills (max of 2 kernels)");
 }
 
-// --- the rungs, from the build's file ---
+// --- the rungs, from the build's dumps ---
 
 class Rungs : public ::testing::Test {
  protected:
@@ -166,45 +265,48 @@ class Rungs : public ::testing::Test {
   }
 };
 
-TEST_F(Rungs, EverySourceExistsAndWasCompiled) {
+TEST_F(Rungs, EveryConfigsKernelsAreBuiltWithoutLocalMemoryAndHoldTheirClaims) {
   const auto vs = cuda_variants();
   ASSERT_FALSE(vs.empty());
+  EXPECT_EQ(kl::cuda_static().archs, (std::vector<std::string>{"sm_80", "sm_90a"}));
   for (const auto& [op, v] : vs) {
-    SCOPED_TRACE(op->name + " " + v->name);
-    ASSERT_FALSE(v->source.empty());
     EXPECT_TRUE(fs::is_regular_file(fs::path(KERNELAB_SOURCE_DIR) / "src/ops" / v->source)) << v->source;
-    const kl::RungStatic* r = kl::cuda_static().find(v->source);
-    ASSERT_NE(r, nullptr) << v->source << " is not in " << kl::cuda_static().path;
-    for (const std::string& arch : kl::cuda_static().archs) {
-      EXPECT_FALSE(r->kernels.count(arch) == 0 || r->kernels.at(arch).empty()) << "no kernel on " << arch;
-      EXPECT_TRUE(r->ptx_files.count(arch)) << "no PTX for " << arch;
+    for (const kl::Config& c : v->configs) {
+      SCOPED_TRACE(op->name + " " + v->name + " " + c.name + " (" + v->source + ")");
+      EXPECT_FALSE(c.kernels.empty());
+      EXPECT_GT(c.threads_per_block, 0);
+      const auto problems = kl::config_violations(*v, c, kl::cuda_static());
+      EXPECT_TRUE(problems.empty()) << ::testing::PrintToString(problems);
     }
   }
 }
 
-TEST_F(Rungs, PtxHoldsEveryClaimAndNoLocalMemory) {
+TEST_F(Rungs, EveryKernelInARungObjectIsDeclaredBySomeConfig) {
+  // An object's kernel no config declares would be code no check describes.
   for (const auto& [op, v] : cuda_variants()) {
-    SCOPED_TRACE(op->name + " " + v->name + " (" + v->source + ")");
-    const kl::RungStatic* r = kl::cuda_static().find(v->source);
-    ASSERT_NE(r, nullptr);
-    for (const auto& [arch, file] : r->ptx_files) {
-      const std::string ptx = slurp(file);
-      ASSERT_FALSE(ptx.empty()) << file;
-      // The claims are checked in sm_90a's PTX; local memory is refused on every arch.
-      const auto problems = kl::ptx_violations(ptx, arch == kl::kStaticArch ? v->ptx_claims : std::vector<std::string>{});
-      EXPECT_TRUE(problems.empty()) << arch << " " << file << ":\n" << ::testing::PrintToString(problems);
+    const kl::ObjectFacts* o = kl::cuda_static().find(v->source);
+    ASSERT_NE(o, nullptr) << v->source;
+    for (const kl::KernelFacts& k : o->kernels.at(kl::kStaticArch)) {
+      bool declared = false;
+      for (const auto& [op2, w] : cuda_variants())
+        for (const kl::Config& c : w->configs)
+          for (const kl::KernelGroup& g : c.kernels)
+            for (const kl::KernelRef& r : g.kernels) declared = declared || (w->source == v->source && r.name == k.name);
+      EXPECT_TRUE(declared) << v->source << ": " << k.name;
     }
-    EXPECT_TRUE(r->ptx_files.count(kl::kStaticArch));
   }
 }
 
-TEST_F(Rungs, NoSpillsAndAtMost255Registers) {
-  // Every rung file, registered or not (helpers included).
-  for (const auto& [source, r] : kl::cuda_static().rungs) {
-    SCOPED_TRACE(source);
-    const auto problems = kl::resource_violations(r);
-    EXPECT_TRUE(problems.empty()) << ::testing::PrintToString(problems);
-  }
+TEST_F(Rungs, SoftmaxV04ClaimMovedOntoItsScalarKernelsFails) {
+  // The defect the file-wide check hid: a claim only the vector instantiation holds.
+  const kl::Variant* v = kl::find_op("softmax").find_variant("cuda_warp_vectorized");
+  ASSERT_NE(v, nullptr);
+  kl::Config c = v->configs.front();
+  ASSERT_EQ(c.kernels.size(), 2u);
+  EXPECT_TRUE(kl::config_violations(*v, c, kl::cuda_static()).empty());
+  c.kernels[1].ptx.push_back("ld.global.nc.v4");
+  const std::string all = ::testing::PrintToString(kl::config_violations(*v, c, kl::cuda_static()));
+  EXPECT_NE(all.find("claims PTX ld.global.nc.v4"), std::string::npos) << all;
 }
 
 // --- `kernelab list` ---
@@ -236,6 +338,8 @@ TEST(ListCuda, JsonGivesEachCudaVariantItsStaticFacts) {
       SCOPED_TRACE(v.dump());
       EXPECT_FALSE(v.at("source").get<std::string>().empty());
       EXPECT_TRUE(v.at("ptx_claims").is_array());
+      ASSERT_FALSE(v.at("configs").empty());
+      for (const auto& c : v.at("configs")) EXPECT_TRUE(c.contains("name") && c.contains("threads_per_block"));
       if (!kl::cuda_static_expected()) {
         EXPECT_EQ(v.at("static"), kl::kNoCudaCompiler);
         continue;

@@ -228,17 +228,17 @@ TEST(Reference, SoftmaxCausalMaskIsBottomRightAligned) {
   const Op& op = kl::find_op("softmax");
   // More columns than rows: row i keeps j <= i + 2.
   Problem p = kl::make_problem(op, DType::f32, {{"rows", 2}, {"cols", 4}}, {{"causal", "1"}});
-  EXPECT_EQ(kl::softmax_valid_cols(p, 0), 3);
-  EXPECT_EQ(kl::softmax_valid_cols(p, 1), 4);
+  EXPECT_EQ(p.as<kl::SoftmaxParams>().valid_cols(0), 3);
+  EXPECT_EQ(p.as<kl::SoftmaxParams>().valid_cols(1), 4);
   auto in = make_inputs(op, p);
   set_matrix(in[0], {{0, 0, 0, 5}, {0, 0, 0, 0}});  // the masked 5 must not count
   expect_near_all(op.reference(p, in)[0], {1.0 / 3, 1.0 / 3, 1.0 / 3, 0, 0.25, 0.25, 0.25, 0.25}, 1e-12);
 
   // More rows than columns: row i keeps j <= i - 1, so row 0 keeps nothing and is all zeros.
   p = kl::make_problem(op, DType::f32, {{"rows", 3}, {"cols", 2}}, {{"causal", "1"}});
-  EXPECT_EQ(kl::softmax_valid_cols(p, 0), 0);
-  EXPECT_EQ(kl::softmax_valid_cols(p, 1), 1);
-  EXPECT_EQ(kl::softmax_valid_cols(p, 2), 2);
+  EXPECT_EQ(p.as<kl::SoftmaxParams>().valid_cols(0), 0);
+  EXPECT_EQ(p.as<kl::SoftmaxParams>().valid_cols(1), 1);
+  EXPECT_EQ(p.as<kl::SoftmaxParams>().valid_cols(2), 2);
   auto in2 = make_inputs(op, p);
   set_matrix(in2[0], {{1, 2}, {7, 9}, {0, std::log(2.0)}});
   expect_near_all(op.reference(p, in2)[0], {0, 0, 1, 0, 1.0 / 3, 2.0 / 3}, 1e-7);
@@ -250,7 +250,7 @@ TEST(Reference, SoftmaxCausalMaskIsBottomRightAligned) {
 
   // Without the mask every column counts.
   p = kl::make_problem(op, DType::f32, {{"rows", 3}, {"cols", 2}});
-  EXPECT_EQ(kl::softmax_valid_cols(p, 0), 2);
+  EXPECT_EQ(p.as<kl::SoftmaxParams>().valid_cols(0), 2);
 }
 
 TEST(Reference, Layernorm) {
@@ -433,7 +433,9 @@ TEST(CheckSweep, RegistryHasEveryOpWithVariants) {
     for (const Variant& v : op.variants) {
       EXPECT_TRUE(vnames.insert(v.name).second) << op.name << " has two variants named " << v.name;
       EXPECT_FALSE(v.note.empty()) << op.name << " " << v.name;
-      EXPECT_TRUE(static_cast<bool>(v.run)) << op.name << " " << v.name;
+      ASSERT_FALSE(v.configs.empty()) << op.name << " " << v.name;
+      for (const kl::Config& c : v.configs) EXPECT_TRUE(static_cast<bool>(c.run)) << op.name << " " << v.name << " " << c.name;
+      EXPECT_EQ(v.op, op.name);
       EXPECT_EQ(op.find_variant(v.name), &v);
     }
     EXPECT_EQ(op.find_variant("no_such_variant"), nullptr);
@@ -446,6 +448,11 @@ TEST(CheckSweep, RegistryHasEveryOpWithVariants) {
   EXPECT_FALSE(gemm.find_variant("cpu_naive")->peer);
   EXPECT_FALSE(gemm.find_variant("cpu_tiled")->peer);
   EXPECT_THAT(bad_input_message([] { kl::find_op("gemv"); }), HasSubstr("gemv"));
+}
+
+// The default config of v on p, inputs drawn from seed.
+kl::CheckResult check_one(const Op& op, const Variant& v, const Problem& p, kl::Device& dev, uint64_t seed) {
+  return kl::check_variant(op, v, v.configs.front(), kl::prepare(op, p, seed), dev);
 }
 
 // Every CPU variant of one op on every check case of one dtype.
@@ -467,7 +474,7 @@ TEST_P(AllVariants, PassEveryCheckCase) {
         EXPECT_FALSE(why->empty()) << v.name << " refuses " << p.label() << " without saying why";
         continue;
       }
-      const kl::CheckResult r = kl::check_variant(op, v, p, cpu, seed++);
+      const kl::CheckResult r = check_one(op, v, p, cpu, seed++);
       EXPECT_TRUE(r.passed) << op.name << " " << v.name << " " << kl::dtype_name(p.dtype) << " " << p.label() << ": "
                             << r.failure;
       EXPECT_LE(r.max_rel_err, r.tolerance) << op.name << " " << v.name << " " << p.label();
@@ -505,7 +512,7 @@ TEST(CheckVariant, UnsupportedIsReportedWithItsReason) {
   auto why = ob->supports(p);
   ASSERT_TRUE(why.has_value());
   EXPECT_FALSE(why->empty());
-  kl::CheckResult r = kl::check_variant(op, *ob, p, cpu_device(), 1);
+  kl::CheckResult r = check_one(op, *ob, p, cpu_device(), 1);
   EXPECT_FALSE(r.passed);
   EXPECT_THAT(r.failure, HasSubstr("unsupported"));
   EXPECT_THAT(r.failure, HasSubstr(*why));
@@ -523,7 +530,7 @@ class PlantedBug : public ::testing::Test {
   Variant planted(const std::string& name, std::function<void(const Problem&, const kl::Args&)> after) const {
     Variant v = real;
     v.name = name;
-    v.run = [run = real.run, after](const Problem& q, const kl::Args& a) {
+    v.configs.front().run = [run = real.configs.front().run, after](const Problem& q, const kl::Args& a) {
       run(q, a);
       after(q, a);
     };
@@ -532,7 +539,7 @@ class PlantedBug : public ::testing::Test {
 };
 
 TEST_F(PlantedBug, TheUnchangedCopyPasses) {
-  kl::CheckResult r = kl::check_variant(op, planted("copy", [](const Problem&, const kl::Args&) {}), p, cpu_device(), 3);
+  kl::CheckResult r = check_one(op, planted("copy", [](const Problem&, const kl::Args&) {}), p, cpu_device(), 3);
   EXPECT_TRUE(r.passed) << r.failure;
 }
 
@@ -542,7 +549,7 @@ TEST_F(PlantedBug, OneElementTenPercentOffFails) {
     const int64_t last = y.numel() - 1;
     y.set(last, y.get(last) * 1.1);
   });
-  kl::CheckResult r = kl::check_variant(op, v, p, cpu_device(), 3);
+  kl::CheckResult r = check_one(op, v, p, cpu_device(), 3);
   EXPECT_FALSE(r.passed);
   EXPECT_GT(r.max_rel_err, r.tolerance);
   EXPECT_TRUE(std::isfinite(r.max_rel_err));
@@ -553,14 +560,14 @@ TEST_F(PlantedBug, OneElementTenPercentOffFails) {
 TEST_F(PlantedBug, OneElementUnwrittenFailsAsNonFinite) {
   Variant v = real;
   v.name = "skips_last";
-  v.run = [run = real.run](const Problem& q, const kl::Args& a) {
+  v.configs.front().run = [run = real.configs.front().run](const Problem& q, const kl::Args& a) {
     // The real variant writes into scratch; all but the last element are copied out.
     Tensor scratch = Tensor::host(a.out[0].dtype(), a.out[0].shape());
     kl::Args to_scratch{a.in, std::span<Tensor>(&scratch, 1), a.workspace, a.stream};
     run(q, to_scratch);
     std::memcpy(a.out[0].data(), scratch.data(), scratch.nbytes() - sizeof(float));
   };
-  kl::CheckResult r = kl::check_variant(op, v, p, cpu_device(), 3);
+  kl::CheckResult r = check_one(op, v, p, cpu_device(), 3);
   EXPECT_FALSE(r.passed);
   EXPECT_TRUE(std::isinf(r.max_rel_err));
   EXPECT_THAT(r.failure, HasSubstr("non-finite"));
@@ -570,7 +577,7 @@ TEST_F(PlantedBug, WritingPastTheEndFailsOnTheGuard) {
   Variant v = planted("writes_past_end", [](const Problem&, const kl::Args& a) {
     a.out[0].as<float>()[a.out[0].numel()] = 0.5f;
   });
-  kl::CheckResult r = kl::check_variant(op, v, p, cpu_device(), 3);
+  kl::CheckResult r = check_one(op, v, p, cpu_device(), 3);
   EXPECT_FALSE(r.passed);
   EXPECT_THAT(r.failure, HasSubstr("out of bounds"));
   EXPECT_THAT(r.failure, HasSubstr("guard"));
@@ -578,7 +585,7 @@ TEST_F(PlantedBug, WritingPastTheEndFailsOnTheGuard) {
 
 TEST_F(PlantedBug, WritingBeforeTheStartFailsOnTheGuard) {
   Variant v = planted("writes_before_start", [](const Problem&, const kl::Args& a) { a.out[0].as<float>()[-1] = 0.5f; });
-  kl::CheckResult r = kl::check_variant(op, v, p, cpu_device(), 3);
+  kl::CheckResult r = check_one(op, v, p, cpu_device(), 3);
   EXPECT_FALSE(r.passed);
   EXPECT_THAT(r.failure, HasSubstr("guard"));
 }
@@ -588,7 +595,7 @@ TEST_F(PlantedBug, ModifyingTheInputFails) {
     Tensor& x = const_cast<Tensor&>(a.in[0]);
     x.set(3, x.get(3) + 0.25);
   });
-  kl::CheckResult r = kl::check_variant(op, v, p, cpu_device(), 3);
+  kl::CheckResult r = check_one(op, v, p, cpu_device(), 3);
   EXPECT_FALSE(r.passed);
   EXPECT_THAT(r.failure, HasSubstr("input 0"));
   EXPECT_THAT(r.failure, HasSubstr("modified"));
@@ -598,7 +605,9 @@ TEST(PlantedBugGemm, IgnoringTheLayoutOfAFailsOnColumnMajorA) {
   const Op& op = kl::find_op("gemm");
   Variant v;
   v.name = "assumes_row_major_a";
-  v.run = [](const Problem& p, const kl::Args& a) {  // fp32 only; reads A as if row-major
+  v.configs = {kl::Config{}};
+  v.configs[0].name = "default";
+  v.configs[0].run = [](const Problem& p, const kl::Args& a) {  // fp32 only; reads A as if row-major
     const int64_t m = p.dim("m"), n = p.dim("n"), k = p.dim("k");
     const float* A = a.in[0].as<float>();
     const Tensor& B = a.in[1];
@@ -612,8 +621,8 @@ TEST(PlantedBugGemm, IgnoringTheLayoutOfAFailsOnColumnMajorA) {
   };
   Problem row = kl::make_problem(op, DType::f32, {{"m", 7}, {"n", 5}, {"k", 6}});
   Problem col = kl::make_problem(op, DType::f32, {{"m", 7}, {"n", 5}, {"k", 6}}, {{"a_layout", "col"}});
-  EXPECT_TRUE(kl::check_variant(op, v, row, cpu_device(), 5).passed);
-  kl::CheckResult r = kl::check_variant(op, v, col, cpu_device(), 5);
+  EXPECT_TRUE(check_one(op, v, row, cpu_device(), 5).passed);
+  kl::CheckResult r = check_one(op, v, col, cpu_device(), 5);
   EXPECT_FALSE(r.passed);
   EXPECT_THAT(r.failure, HasSubstr("max_rel_err"));
 }
@@ -696,30 +705,6 @@ TEST(Backend, NamesRoundTrip) {
   EXPECT_EQ(kl::find_device(set, Backend::sim), nullptr);
   ASSERT_EQ(set.absent.size(), 1u);
   EXPECT_THAT(set.absent[0], HasSubstr("sim"));
-#endif
-}
-
-// Every CUDA rung also runs in the simulator, and passes there on every check case.
-TEST(SimBackend, EveryCudaRungPassesInTheSimulator) {
-#ifndef KERNELAB_HAVE_SIM_OPS
-  GTEST_SKIP() << "this build has no simulator";
-#else
-  kl::DeviceSet set = kl::open_devices({Backend::sim});
-  int rungs = 0;
-  uint64_t seed = 7;
-  for (const Op& op : kl::registry()) {
-    for (const Variant& v : op.variants)
-      if (v.backend == Backend::cuda) {
-        EXPECT_TRUE(static_cast<bool>(v.sim_run)) << op.name << " " << v.name << " has no simulator build";
-        ++rungs;
-      }
-    for (const kl::CheckTally& t : kl::check_op(op, set, seed)) {
-      EXPECT_EQ(t.backend, "sim");
-      EXPECT_EQ(t.failed, 0) << op.name << " " << t.variant << " " << t.dtype << ": " << t.first_failure;
-      EXPECT_GT(t.passed + t.unsupported, 0);
-    }
-  }
-  EXPECT_GT(rungs, 0);
 #endif
 }
 

@@ -112,8 +112,8 @@ int ladder_number_of(std::string_view source);
 // Kernels that hold the same claims: every PTX and SASS instruction listed must appear in every
 // kernel of the group (ptx: "ld.global.nc.v4", sass: "LDG.E.128"); see ops/static_facts.h.
 struct KernelGroup {
-  std::vector<KernelRef> kernels;
-  std::vector<std::string> ptx, sass;
+  std::vector<KernelRef> kernels = {};
+  std::vector<std::string> ptx = {}, sass = {};
 };
 
 // One configuration of a variant (a tile shape, a block size, a stage count): what it launches,

@@ -7,10 +7,11 @@
 // vNN is its place in the ladder; cmake/rung_registry.cmake lists the files):
 //
 //   KL_RUNGS {
-//     Rung<SoftmaxParams> r{.op = "softmax", .name = "cuda_online", .note = "..."};
-//     r.configs = {{.name = "256_threads", .threads = 256,
-//                   .kernels = {{for_elements([](auto e) { return KL_KERNEL(online<decltype(e)>); }), {"bar.sync"}}},
-//                   .run = launch}};
+//     Rung<SoftmaxParams> r{.op = "softmax", .name = "cuda_online", .note = "...",
+//                           .configs = {{.name = "256_threads", .threads = 256,
+//                                        .kernels = {{for_elements([](auto e) { return KL_KERNEL(online<decltype(e)>); }),
+//                                                     {"bar.sync"}, {"BAR.SYNC"}}},  // PTX and SASS claims
+//                                        .run = launch}}};
 //     return {variant_of(r)};
 //   }
 #pragma once
@@ -24,7 +25,6 @@
 #include "kernelab/op.h"
 
 #if defined(KERNELAB_SIM)
-namespace kl::sim { void poison_shared_once(void* p, std::size_t bytes); }  // TEMP until the sim-checks merge
 #define KL_TARGET sim_ops
 // kernel<<<grid, block, smem, stream>>>(args...) on the simulator; a refused launch throws.
 #define KL_LAUNCH(kernel, grid, block, smem, stream, ...)                                                           \
@@ -73,19 +73,19 @@ inline void check_cuda(cudaError_t e, const char* call) {
 
 // One configuration of a rung, typed by the op's parameter struct P.
 template <class P> struct RungConfig {
-  std::string name;
+  std::string name = {};
   int threads = 0;            // per block, of every launch
   int64_t dynamic_smem = 0;   // bytes per block
-  std::vector<KernelGroup> kernels;
+  std::vector<KernelGroup> kernels = {};
   void (*run)(const P&, const Args&) = nullptr;
   std::function<Reason(const P&)> supports = nullptr;  // beyond the rung's own
 };
 
 template <class P> struct Rung {
-  std::string op, name, note;
+  std::string op = {}, name = {}, note = {};
   std::function<Reason(const P&)> supports = nullptr;
   std::function<size_t(const P&)> workspace_bytes = nullptr;
-  std::vector<RungConfig<P>> configs;
+  std::vector<RungConfig<P>> configs = {};
 };
 }  // namespace kl
 

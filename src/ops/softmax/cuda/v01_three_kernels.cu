@@ -60,15 +60,16 @@ void launch(const SoftmaxParams& p, const Args& a) {
 }  // namespace
 
 KL_RUNGS {
-  Rung<SoftmaxParams> r{.op = "softmax",
-                        .name = "cuda_three_kernels",
-                        .note = "three kernels (row max, sum of exponentials, normalise) through a workspace of per-row max and sum: x read from HBM three times, three launches"};
+  Rung<SoftmaxParams> r;
+  r.op = "softmax";
+  r.name = "cuda_three_kernels";
+  r.note = "three kernels (row max, sum of exponentials, normalise) through a workspace of per-row max and sum: x read from HBM three times, three launches";
   r.workspace_bytes = [](const SoftmaxParams& p) { return static_cast<size_t>(2 * p.rows) * sizeof(float); };
   r.configs = {{.name = "256_threads",
                 .threads = kThreads,
-                .kernels = {{for_elements([](auto e) { return KL_KERNEL(row_max<decltype(e)>); }), {"bar.sync", "max.f32"}},
-                            {for_elements([](auto e) { return KL_KERNEL(row_sum<decltype(e)>); }), {"bar.sync", "ex2.approx"}},
-                            {for_elements([](auto e) { return KL_KERNEL(normalise<decltype(e)>); }), {"ex2.approx"}}},
+                .kernels = {{for_elements([](auto e) { return KL_KERNEL(row_max<decltype(e)>); }), {"bar.sync", "max.f32"}, {"BAR.SYNC"}},
+                            {for_elements([](auto e) { return KL_KERNEL(row_sum<decltype(e)>); }), {"bar.sync", "ex2.approx"}, {"BAR.SYNC", "MUFU.EX2"}},
+                            {for_elements([](auto e) { return KL_KERNEL(normalise<decltype(e)>); }), {"ex2.approx"}, {"MUFU.EX2"}}},
                 .run = launch}};
   return {variant_of(r)};
 }

@@ -40,12 +40,13 @@ void launch(const SoftmaxParams& p, const Args& a) {
 }  // namespace
 
 KL_RUNGS {
-  Rung<SoftmaxParams> r{.op = "softmax",
-                        .name = "cuda_fused_block",
-                        .note = "one kernel, a block per row, max and sum as shared-memory block reductions: no workspace round trip, one launch, the re-reads of a row mostly hit L2"};
+  Rung<SoftmaxParams> r;
+  r.op = "softmax";
+  r.name = "cuda_fused_block";
+  r.note = "one kernel, a block per row, max and sum as shared-memory block reductions: no workspace round trip, one launch, the re-reads of a row mostly hit L2";
   r.configs = {{.name = "256_threads",
                 .threads = kThreads,
-                .kernels = {{for_elements([](auto e) { return KL_KERNEL(softmax_block<decltype(e)>); }), {"bar.sync", "st.shared"}}},
+                .kernels = {{for_elements([](auto e) { return KL_KERNEL(softmax_block<decltype(e)>); }), {"bar.sync", "st.shared"}, {"BAR.SYNC", "STS"}}},
                 .run = launch}};
   return {variant_of(r)};
 }

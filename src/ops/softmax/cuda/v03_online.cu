@@ -56,12 +56,13 @@ void launch(const SoftmaxParams& p, const Args& a) {
 }  // namespace
 
 KL_RUNGS {
-  Rung<SoftmaxParams> r{.op = "softmax",
-                        .name = "cuda_online",
-                        .note = "online softmax: a running max and a rescaled sum in one read of the row and one (max, sum) block reduction, then a pass writing y: two reads of x instead of three"};
+  Rung<SoftmaxParams> r;
+  r.op = "softmax";
+  r.name = "cuda_online";
+  r.note = "online softmax: a running max and a rescaled sum in one read of the row and one (max, sum) block reduction, then a pass writing y: two reads of x instead of three";
   r.configs = {{.name = "256_threads",
                 .threads = kThreads,
-                .kernels = {{for_elements([](auto e) { return KL_KERNEL(softmax_online<decltype(e)>); }), {"bar.sync", "st.shared"}}},
+                .kernels = {{for_elements([](auto e) { return KL_KERNEL(softmax_online<decltype(e)>); }), {"bar.sync", "st.shared"}, {"BAR.SYNC", "STS"}}},
                 .run = launch}};
   return {variant_of(r)};
 }

@@ -102,9 +102,10 @@ template <int kWarps> RungConfig<SoftmaxParams> config() {
 }  // namespace
 
 KL_RUNGS {
-  Rung<SoftmaxParams> r{.op = "softmax",
-                        .name = "cuda_warp_vectorized",
-                        .note = "a warp per row (up to 1024 columns) holding the row in registers, read once with 16-byte vector loads, max and sum by warp shuffles: one read of x, no shared memory, no barriers"};
+  Rung<SoftmaxParams> r;
+  r.op = "softmax";
+  r.name = "cuda_warp_vectorized";
+  r.note = "a warp per row (up to 1024 columns) holding the row in registers, read once with 16-byte vector loads, max and sum by warp shuffles: one read of x, no shared memory, no barriers";
   r.supports = [](const SoftmaxParams& p) -> Reason {
     if (p.cols <= kSoftmaxWarpMaxCols) return {};
     return "cols=" + std::to_string(p.cols) + " is over the " + std::to_string(kSoftmaxWarpMaxCols) +

@@ -1,0 +1,200 @@
+// Every CUDA rung in the simulator, one test per (op, rung) so ctest runs them side by side:
+// every config on every check case against the float64 reference, on outputs shifted off 16-byte
+// boundaries (the head and scalar paths the aligned harness buffers never take), reduce max over
+// negative and mixed-sign inputs; and every kernel a config declares is launched somewhere in
+// that sweep, so that the static claims (test_cuda_static.cpp), made on the declared kernels,
+// describe code that runs. Planted: a config that leaves out a kernel it launches fails the check.
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <cstring>
+#include <map>
+#include <memory>
+#include <set>
+#include <span>
+#include <string>
+#include <vector>
+
+#include "kernelab/device.h"
+#include "kernelab/harness.h"
+#include "kernelab/launch_log.h"
+#include "kernelab/op.h"
+#include "kernelab/rng.h"
+#include "kernelab/tensor.h"
+
+namespace {
+
+using kl::Backend;
+using kl::DType;
+using kl::Tensor;
+using ::testing::HasSubstr;
+
+struct RungCase {
+  std::string op, variant;
+};
+
+std::vector<RungCase> cuda_rungs() {
+  std::vector<RungCase> out;
+  for (const kl::Op& op : kl::registry())
+    for (const kl::Variant& v : op.variants)
+      if (v.backend == Backend::cuda) out.push_back({op.name, v.name});
+  return out;
+}
+
+#ifdef KERNELAB_HAVE_SIM_OPS
+kl::Device& sim() {
+  static kl::DeviceSet set = kl::open_devices({Backend::sim});
+  kl::Device* d = kl::find_device(set, Backend::sim);
+  if (!d) throw std::runtime_error("no simulator device");
+  return *d;
+}
+
+// A device tensor of `spec`'s shape starting `shift` elements past a 256-byte aligned allocation
+// filled with poison; `whole` is that allocation.
+struct Shifted {
+  Tensor view, whole;
+};
+Shifted shifted_output(const kl::TensorSpec& spec, int shift) {
+  Tensor host = Tensor::host(spec.dtype, spec.shape);
+  const size_t e = kl::dtype_bits(spec.dtype) / 8;
+  Tensor big = Tensor::host(spec.dtype, {host.numel() + shift + 8});
+  big.poison();
+  Shifted s;
+  s.whole = sim().upload(big);
+  auto buf = std::make_shared<kl::Buffer>();
+  buf->data = buf->base = static_cast<std::byte*>(s.whole.data()) + shift * e;
+  buf->bytes = host.nbytes();
+  buf->where = kl::Where::device;
+  buf->release = [keep = s.whole](std::byte*) {};  // the view keeps its allocation alive
+  s.view = Tensor::wrap(spec.dtype, spec.shape, host.strides(), buf);
+  return s;
+}
+
+// Runs config c of v on p with every output shifted by `shift` elements; the kernels it launched.
+std::vector<const void*> run_shifted(const kl::Op& op, const kl::Variant& v, const kl::Config& c, const kl::Prepared& prep, int shift) {
+  const kl::Problem& p = prep.problem;
+  std::vector<Tensor> in, out;
+  std::vector<Shifted> held;
+  for (const Tensor& t : prep.host_in) in.push_back(sim().upload(t));
+  for (const kl::TensorSpec& spec : op.outputs(p)) {
+    held.push_back(shifted_output(spec, shift));
+    out.push_back(held.back().view);
+  }
+  kl::Args a{in, out, sim().workspace(v.workspace_bytes(p)), sim().stream()};
+  kl::LaunchLog log;
+  try {
+    c.sim_run(p, a);
+    sim().synchronize();
+  } catch (const std::exception& e) {  // a fault, a deadlock, a refused launch
+    ADD_FAILURE() << e.what();
+    return {};
+  }
+  for (size_t i = 0; i < out.size(); ++i) {
+    const Tensor got = sim().download(out[i]);
+    EXPECT_LE(kl::max_rel_err(got, prep.ref.at(i), op.error_per_row), op.tolerance(p)) << "output " << i;
+    const Tensor whole = sim().download(held[i].whole);  // around the output: still poison (NaN never equals itself)
+    for (int64_t j = 0; j < whole.numel(); ++j)
+      if (j < shift || j >= shift + got.numel()) EXPECT_TRUE(std::isnan(whole.get(j))) << "wrote element " << j << " of output " << i;
+  }
+  return log.kernels();
+}
+
+std::string name_of(const kl::Config& c, const void* k) {
+  for (const kl::KernelGroup& g : c.kernels)
+    for (const kl::KernelRef& r : g.kernels)
+      if (r.sim == k) return r.name;
+  return "an undeclared kernel";
+}
+#endif
+
+class SimRung : public ::testing::TestWithParam<RungCase> {};
+
+TEST_P(SimRung, EveryConfigPassesAndLaunchesEveryKernelItDeclares) {
+#ifndef KERNELAB_HAVE_SIM_OPS
+  GTEST_SKIP() << "this build has no simulator";
+#else
+  const kl::Op& op = kl::find_op(GetParam().op);
+  const kl::Variant& v = *op.find_variant(GetParam().variant);
+  ASSERT_TRUE(v.runs_on(Backend::sim)) << "no simulator build";
+  std::map<std::string, std::set<std::string>> launched;  // config -> kernel names
+  uint64_t seed = 7 + std::hash<std::string>{}(v.name) % 1000;
+  int checked = 0;
+  std::vector<kl::Problem> problems = op.check_cases(op);
+  if (op.name == "reduce")  // max over negative and mixed-sign inputs: the int-ordering atomic, -inf identities
+    for (const char* over : {"rows", "total"})
+      for (DType t : {DType::f32, DType::f16})
+        for (auto [r, c] : std::vector<std::pair<int64_t, int64_t>>{{1, 1}, {7, 33}, {3, 1000}, {65, 130}})
+          problems.push_back(kl::make_problem(op, t, {{"rows", r}, {"cols", c}}, {{"mode", "max"}, {"over", over}}));
+  for (const kl::Problem& p : problems) {
+    std::optional<kl::Prepared> prep;
+    for (const kl::Config& c : v.configs) {
+      if (v.supports_config(p, c)) continue;
+      if (!prep) {
+        prep = kl::prepare(op, p, seed++);
+        if (op.name == "reduce" && p.opt("mode") == "max")  // shift half the inputs below zero
+          for (Tensor& t : prep->host_in)
+            for (int64_t i = 0; i < t.numel(); i += 2) t.set(i, -t.get(i) - 0.001);
+        if (op.name == "reduce" && p.opt("mode") == "max") prep->ref = op.reference(p, prep->host_in);
+      }
+      SCOPED_TRACE(v.name + " " + c.name + " " + p.label() + " " + std::string(kl::dtype_name(p.dtype)));
+      const kl::CheckResult r = kl::check_variant(op, v, c, *prep, sim());
+      EXPECT_TRUE(r.passed) << r.failure;
+      launched[c.name].insert(r.launched.begin(), r.launched.end());
+      ++checked;
+      if (!op.experiment && p.dim("rows") * p.dim("cols") <= 1000 * 127)  // outputs off 16-byte boundaries
+        for (int shift : {1, 3})
+          for (const void* k : run_shifted(op, v, c, *prep, shift)) launched[c.name].insert(name_of(c, k));
+    }
+  }
+  EXPECT_GT(checked, 0);
+  for (const kl::Config& c : v.configs) {
+    EXPECT_EQ(launched[c.name].count("an undeclared kernel"), 0u) << c.name;
+    for (const kl::KernelGroup& g : c.kernels)
+      for (const kl::KernelRef& k : g.kernels)
+        EXPECT_EQ(launched[c.name].count(k.name), 1u) << "config " << c.name << " declares " << k.name
+                                                      << " but no case of the sweep launched it";
+  }
+#endif
+}
+
+INSTANTIATE_TEST_SUITE_P(Registry, SimRung, ::testing::ValuesIn(cuda_rungs()), [](const auto& info) {
+  return info.param.op + "_" + info.param.variant;
+});
+
+TEST(SimRungLaunches, SoftmaxV04TakesItsVectorKernelOnAlignedRowsAndItsScalarOneOtherwise) {
+#ifndef KERNELAB_HAVE_SIM_OPS
+  GTEST_SKIP() << "this build has no simulator";
+#else
+  const kl::Op& op = kl::find_op("softmax");
+  const kl::Variant& v = *op.find_variant("cuda_warp_vectorized");
+  const kl::Config& c = v.config("8_rows_per_block");
+  for (int64_t cols : {1000, 7}) {  // 4000-byte rows: every row aligned; 28-byte rows: a head and a tail per row
+    const kl::Prepared prep = kl::prepare(op, kl::make_problem(op, DType::f32, {{"rows", 9}, {"cols", cols}}), 11);
+    const kl::CheckResult r = kl::check_variant(op, v, c, prep, sim());
+    EXPECT_TRUE(r.passed) << r.failure;
+    EXPECT_EQ(r.launched, (std::vector<std::string>{"softmax_warp<float, 4, 8>"})) << cols;
+    const auto shifted = run_shifted(op, v, c, prep, 1);  // y one element off x's alignment
+    ASSERT_EQ(shifted.size(), 1u);
+    EXPECT_EQ(name_of(c, shifted[0]), "softmax_warp<float, 1, 8>");
+  }
+#endif
+}
+
+TEST(SimRungLaunches, AConfigThatLeavesOutAKernelItLaunchesFails) {
+#ifndef KERNELAB_HAVE_SIM_OPS
+  GTEST_SKIP() << "this build has no simulator";
+#else
+  const kl::Op& op = kl::find_op("softmax");
+  kl::Variant v = *op.find_variant("cuda_warp_vectorized");
+  kl::Config& c = v.configs.front();
+  ASSERT_EQ(c.kernels.size(), 2u);
+  c.kernels.erase(c.kernels.begin());  // the vector group: its claims would then describe only the scalar kernels
+  const kl::Prepared prep = kl::prepare(op, kl::make_problem(op, DType::f32, {{"rows", 9}, {"cols", 64}}), 12);
+  const kl::CheckResult r = kl::check_variant(op, v, c, prep, sim());
+  EXPECT_FALSE(r.passed);
+  EXPECT_THAT(r.failure, HasSubstr("does not declare"));
+#endif
+}
+
+}  // namespace
