@@ -192,7 +192,7 @@ Point bench_variant(const Op& op, const Variant& v, const Problem& p, Device& de
 
   phase.reset();
   phase.emplace("warm-up");
-  const double first = dev.time([&] { launch(v, p, s, dev); });  // the first timed warm-up run
+  const double first = dev.time([&] { launch(v, p, s, dev); }).device_s;  // the first timed warm-up run
   for (int i = 1; i < opt.warmup && i * first < opt.max_seconds / 4; ++i) launch(v, p, s, dev);
   dev.synchronize();
   phase.reset();
@@ -201,7 +201,7 @@ Point bench_variant(const Op& op, const Variant& v, const Problem& p, Device& de
   auto t_start = std::chrono::steady_clock::now();
   for (;;) {
     if (opt.cold) dev.flush_caches();
-    times.push_back(dev.time([&] { launch(v, p, s, dev); }));
+    times.push_back(dev.time([&] { launch(v, p, s, dev); }).device_s);
     const int n = static_cast<int>(times.size());
     const double elapsed = std::chrono::duration<double>(std::chrono::steady_clock::now() - t_start).count();
     if (n >= opt.max_runs) break;
