@@ -1,5 +1,6 @@
-// A place variants run: the host CPU, a CUDA GPU, or (later) the SIMT simulator. The harness
-// moves tensors there, times launches with the device's own clock and flushes its caches.
+// A place variants run: the host CPU, a CUDA GPU, or the SIMT simulator. The harness moves
+// tensors there, times launches with the device's own clock and flushes its caches. Every
+// buffer a device allocates, tensors and workspace, has guard bytes on both sides.
 #pragma once
 #include <memory>
 #include <string>
@@ -18,6 +19,13 @@ struct Ceilings {
   std::string bandwidth_source;
 };
 
+// One timed run of a launcher: the device's time for its launches and the host's for issuing them.
+struct Timing {
+  double device_s = 0;      // the launches alone, on the device's clock (CUDA events)
+  double host_s = 0;        // wall time of the launcher on the host (dispatch, launch calls)
+  bool host_bound = false;  // the device waited for the host: device_s includes host time
+};
+
 class Device {
  public:
   virtual ~Device() = default;
@@ -26,12 +34,20 @@ class Device {
   virtual Tensor upload(const Tensor& host) = 0;  // same shape/strides, on this device
   virtual Tensor allocate(const TensorSpec& spec) = 0;
   virtual Tensor download(const Tensor& t) = 0;   // to a host tensor
-  virtual void* workspace(size_t bytes) = 0;      // reused scratch, valid until the next call
+  // Scratch of `bytes` (nullptr for 0), valid until the next call, guarded like a tensor and
+  // filled with 0xFF bytes on every call: no variant can depend on what the last one left there.
+  virtual void* workspace(size_t bytes) = 0;
+  // The guard bytes around the last workspace() are untouched (true when it is empty); call
+  // after a run, as check_guards() on its tensors. RuntimeFailure if they cannot be read back.
+  virtual bool workspace_intact() const = 0;
   virtual void poison(Tensor& t) = 0;             // NaN / pattern fill on the device
   virtual void synchronize() = 0;
   virtual void* stream() { return nullptr; }
-  // Times fn once: seconds, with the device's own clock (CUDA events on a GPU).
-  virtual double time(const std::function<void()>& fn) = 0;
+  // Times fn (which launches on stream()) once. On a GPU the stream is held by a spinning
+  // kernel while fn issues its launches, so the events bracket the kernels, not the host work;
+  // if fn needs longer than about a second (or blocks), the hold times out: host_bound. On the
+  // CPU, device_s = host_s = the wall time. The simulator refuses (BadInput).
+  virtual Timing time(const std::function<void()>& fn) = 0;
   virtual void flush_caches() = 0;  // evicts caches (cold runs)
   virtual size_t last_level_cache_bytes() const = 0;
   virtual Ceilings ceilings(DType t) = 0;

@@ -61,6 +61,7 @@ struct Point {
   bool peer = false;
   double median_s = 0, min_s = 0, max_s = 0, p10_s = 0, p90_s = 0;
   double host_launch_s = 0;  // median host time of the launch calls (CUDA: apart from median_s, the GPU's)
+  bool host_bound = false;   // some run's launches took longer to issue than the device held them
   int runs = 0;
   double noise = 0;  // relative standard error of the mean
   double flops = 0, bytes = 0, tflops = 0, gbps = 0;

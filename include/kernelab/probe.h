@@ -2,6 +2,7 @@
 // thread and on all. Stored once per machine and read back by the benchmarks.
 #pragma once
 #include <nlohmann/json.hpp>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -18,10 +19,11 @@ struct HostCeilings {
   std::string path;            // where it is stored
 };
 
-// A GPU's ceilings (device 0), measured by `kernelab probe` where a GPU is present: device-to-device
-// copy bandwidth and cuBLASLt GEMM rates per input type, each a median of timed runs.
+// A GPU's ceilings (device 0), measured by `kernelab probe --gpu` where a GPU is present:
+// device-to-device copy bandwidth and cuBLASLt GEMM rates per input type, each a median of timed
+// runs. Stored once per machine, as the host's are, and read back by the CUDA device's ceilings.
 struct GpuGemmRate {
-  std::string dtype;  // fp32, tf32, bf16, fp8e4m3
+  std::string dtype;  // fp32, tf32, bf16, fp8e4m3 (dtype_name's names, and tf32)
   int n = 0;          // an n x n x n GEMM
   double flops_per_s = 0;
 };
@@ -40,8 +42,13 @@ std::string host_cpu_name();
 std::string utc_now();  // "2026-12-02T15:24:59Z", the time stamp of measurements and reports
 std::string host_ceilings_path();
 nlohmann::json host_ceilings_json(const HostCeilings& h);
-// Measures device 0; RuntimeFailure saying why where there is no GPU or no CUDA backend.
+// Measures device 0 and stores the result; RuntimeFailure saying why where there is no GPU or no
+// CUDA backend.
 GpuCeilings probe_gpu();
 nlohmann::json gpu_ceilings_json(const GpuCeilings& g);
+std::string gpu_ceilings_path();  // gpu-ceilings.json beside host_ceilings_path()
+void store_gpu_ceilings(const GpuCeilings& g);
+// The stored probe of the GPU named `gpu` ("NVIDIA H200"); nullopt if none (or another GPU's).
+std::optional<GpuCeilings> load_gpu_ceilings(const std::string& gpu);
 
 }  // namespace kl

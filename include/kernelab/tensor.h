@@ -1,6 +1,6 @@
 // Tensors: shape, strides (in elements), dtype and storage on the host or a device.
-// Host storage carries guard bytes before and after the data: a kernel that writes out of
-// bounds is caught by check_guards(). int4 tensors pack two elements per byte.
+// Storage carries guard bytes before and after the data, on the host and on a device: a kernel
+// that writes out of bounds is caught by check_guards(). int4 tensors pack two elements per byte.
 #pragma once
 #include <cstddef>
 #include <cstdint>
@@ -19,14 +19,19 @@ int64_t shape_numel(const Shape& s);
 
 enum class Where { host, device };
 
-// A block of bytes. Device buffers are made by a backend that supplies the free function.
+// The value of every guard byte, host and device.
+inline constexpr uint8_t kGuardByte = 0xA5;
+
+// A block of bytes. Device buffers are made by a backend that supplies the free function and
+// the guard check (it reads the guard bytes back from the device).
 struct Buffer {
-  std::byte* base = nullptr;  // allocation start (guards included on the host)
+  std::byte* base = nullptr;  // allocation start (guards included)
   std::byte* data = nullptr;  // first data byte
   size_t bytes = 0;           // data bytes
-  size_t guard = 0;           // guard bytes on each side (host only)
+  size_t guard = 0;           // guard bytes on each side, kGuardByte each
   Where where = Where::host;
   std::function<void(std::byte*)> release;
+  std::function<bool(const Buffer&)> guards_intact;  // null: no guards to check
   Buffer() = default;
   Buffer(const Buffer&) = delete;
   Buffer& operator=(const Buffer&) = delete;
@@ -66,7 +71,8 @@ class Tensor {
 
   void fill_bytes(uint8_t byte);  // host only
   void poison();                  // host only: NaN for floats, a fixed pattern for integers
-  bool check_guards() const;      // host only: guard bytes untouched
+  // Guard bytes untouched (on a device, read back from it: RuntimeFailure if that fails).
+  bool check_guards() const;
   Tensor clone() const;           // host only: same shape, strides, data
 
  private:

@@ -89,6 +89,7 @@ CheckResult verify(const Op& op, const Variant& v, const Config& c, const Prepar
     double e = max_rel_err(got, prep.ref.at(i), op.error_per_row);
     r.max_rel_err = std::max(r.max_rel_err, e);
   }
+  if (r.failure.empty() && !dev.workspace_intact()) r.failure = "workspace written out of bounds (guard bytes changed)";
   for (size_t i = 0; i < s.dev_in.size() && r.failure.empty(); ++i) {
     Tensor back = dev.download(s.dev_in[i]);
     if (std::memcmp(back.data(), prep.host_in[i].data(), back.nbytes()) != 0 || !s.dev_in[i].check_guards())
@@ -219,16 +220,20 @@ Point bench_variant(const Op& op, const Variant& v, const Config& c, const Prepa
 
   phase.reset();
   phase.emplace("warm-up");
-  const double first = dev.time([&] { launch(v, c, p, s, dev); });  // the first timed warm-up run
+  const double first = dev.time([&] { launch(v, c, p, s, dev); }).device_s;  // the first timed warm-up run
   for (int i = 1; i < opt.warmup && i * first < opt.max_seconds / 4; ++i) launch(v, c, p, s, dev);
   dev.synchronize();
   phase.reset();
   phase.emplace("timed runs");
-  std::vector<double> times;
+  std::vector<double> times, host_times;
+  bool host_bound = false;  // a launch sequence outlasted the device's hold: its time includes the host's
   auto t_start = std::chrono::steady_clock::now();
   for (;;) {
     if (opt.cold) dev.flush_caches();
-    times.push_back(dev.time([&] { launch(v, c, p, s, dev); }));
+    const Timing t = dev.time([&] { launch(v, c, p, s, dev); });
+    times.push_back(t.device_s);
+    host_times.push_back(t.host_s);
+    host_bound = host_bound || t.host_bound;
     const int n = static_cast<int>(times.size());
     const double elapsed = std::chrono::duration<double>(std::chrono::steady_clock::now() - t_start).count();
     if (n >= opt.max_runs) break;
@@ -253,6 +258,8 @@ Point bench_variant(const Op& op, const Variant& v, const Config& c, const Prepa
   pt.median_s = quantile(times, 0.5);
   pt.p10_s = quantile(times, 0.1);
   pt.p90_s = quantile(times, 0.9);
+  pt.host_launch_s = quantile(host_times, 0.5);
+  pt.host_bound = host_bound;
   pt.min_s = *std::min_element(times.begin(), times.end());
   pt.max_s = *std::max_element(times.begin(), times.end());
   const double mean = std::accumulate(times.begin(), times.end(), 0.0) / pt.runs;

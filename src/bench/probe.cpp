@@ -108,6 +108,38 @@ nlohmann::json gpu_ceilings_json(const GpuCeilings& g) {
                      "median of 10 runs each"}};
 }
 
+std::string gpu_ceilings_path() {
+  return (std::filesystem::path(host_ceilings_path()).parent_path() / "gpu-ceilings.json").string();
+}
+
+void store_gpu_ceilings(const GpuCeilings& g) {
+  const std::string path = gpu_ceilings_path();
+  std::filesystem::create_directories(std::filesystem::path(path).parent_path());
+  std::ofstream f(path);
+  f << gpu_ceilings_json(g).dump(2) << "\n";
+  if (!f) runtime_failure("probe: cannot write " + path);
+}
+
+std::optional<GpuCeilings> load_gpu_ceilings(const std::string& gpu) {
+  std::ifstream f(gpu_ceilings_path());
+  if (!f) return std::nullopt;
+  try {
+    const nlohmann::json j = nlohmann::json::parse(f);
+    GpuCeilings g;
+    g.gpu = j.at("gpu");
+    if (g.gpu != gpu) return std::nullopt;
+    g.copy_bytes_per_s = j.at("copy_bytes_per_s");
+    g.copy_buffer_bytes = j.at("copy_buffer_bytes");
+    for (const auto& [dtype, r] : j.at("gemm").items())
+      g.gemm.push_back({dtype, r.at("n").get<int>(), r.at("flops_per_s").get<double>()});
+    g.skipped = j.at("skipped").get<std::vector<std::string>>();
+    g.measured_at = j.at("measured_at");
+    return g;
+  } catch (const std::exception&) {
+    return std::nullopt;  // a stale or damaged file counts as no measurement
+  }
+}
+
 #ifndef KERNELAB_HAVE_CUDA
 GpuCeilings probe_gpu() { runtime_failure("probe: this build has no CUDA backend (no CUDA compiler was found at configure time)"); }
 #endif

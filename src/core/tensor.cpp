@@ -13,8 +13,14 @@ namespace kl {
 
 namespace {
 constexpr size_t kGuardBytes = 64;
-constexpr uint8_t kGuardByte = 0xA5;
 constexpr size_t kHugePage = size_t{2} << 20;
+
+bool host_guards_intact(const Buffer& b) {
+  for (size_t i = 0; i < b.guard; ++i)
+    if (static_cast<uint8_t>(b.base[i]) != kGuardByte || static_cast<uint8_t>(b.data[b.bytes + i]) != kGuardByte)
+      return false;
+  return true;
+}
 
 std::vector<int64_t> row_major_strides(const Shape& s) {
   std::vector<int64_t> st(s.size());
@@ -47,6 +53,7 @@ std::shared_ptr<Buffer> host_buffer(size_t bytes) {
   b->bytes = bytes;
   b->where = Where::host;
   b->release = [](std::byte* p) { std::free(p); };
+  b->guards_intact = host_guards_intact;
   std::memset(b->base, kGuardByte, kGuardBytes);
   std::memset(b->data + bytes, kGuardByte, kGuardBytes);
   return b;
@@ -126,14 +133,7 @@ void Tensor::poison() {
   }
 }
 
-bool Tensor::check_guards() const {
-  if (!buf_ || buf_->guard == 0) return true;
-  for (size_t i = 0; i < buf_->guard; ++i)
-    if (static_cast<uint8_t>(buf_->base[i]) != kGuardByte ||
-        static_cast<uint8_t>(buf_->data[buf_->bytes + i]) != kGuardByte)
-      return false;
-  return true;
-}
+bool Tensor::check_guards() const { return !buf_ || !buf_->guards_intact || buf_->guards_intact(*buf_); }
 
 Tensor Tensor::clone() const {
   Tensor x = host_strided(dtype_, shape_, strides_);

@@ -1,7 +1,8 @@
 // `kernelab probe` on a GPU: the ceilings a rung is measured against. Copy bandwidth is what a
 // memory-bound rung can hope for (cudaMemcpyAsync device to device on 1 GiB, read and write
 // counted); the GEMM rates are cuBLASLt's on an 8192^3 problem per input type, fp32
-// accumulation, the heuristic's first algorithm. Each figure is the median of timed runs.
+// accumulation, the heuristic's first algorithm. Each figure is the median of timed runs; the
+// result is stored (gpu_ceilings_path()) for the CUDA device's ceilings.
 #include <cublasLt.h>
 #include <cuda_runtime.h>
 #include <dlfcn.h>
@@ -166,6 +167,7 @@ GpuCeilings probe_gpu() {
   }
   lt.cublasLtDestroy(handle);
   cudaStreamDestroy(stream);
+  store_gpu_ceilings(g);
   return g;
 }
 

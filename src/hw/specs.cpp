@@ -7,6 +7,7 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <cctype>
 #include <nlohmann/json.hpp>
 #include <optional>
 
@@ -101,6 +102,7 @@ GpuSpec parse_gpu(const json& g, const json& refs) {
   const std::string at = "gpus." + s.id;
   s.name = member(g, "name", at).get<std::string>();
   s.arch = member(g, "arch", at).get<std::string>();
+  s.device_names = member(g, "device_names", at).get<std::vector<std::string>>();
   s.sm_count = figure(g, "sm_count", 1, refs, at);
   s.boost_clock_mhz = figure(g, "boost_clock_mhz", 1, refs, at);
   s.memory_bytes = figure(g, "memory_gib", kGiB, refs, at);
@@ -163,6 +165,15 @@ std::optional<std::string> peak_key(std::string_view dtype) {
   return std::nullopt;
 }
 
+// "NVIDIA GeForce RTX 4090" and "nvidia geforce rtx 4090" -> "geforce rtx 4090".
+std::string device_name_key(std::string_view name) {
+  std::string s;
+  for (char c : name) s += static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+  for (std::string_view prefix : {"nvidia ", "tesla "})
+    if (s.starts_with(prefix)) return s.substr(prefix.size());
+  return s;
+}
+
 template <class T, class Key>
 std::string names(const std::vector<T>& items, Key key) {
   std::string s;
@@ -194,6 +205,14 @@ const ArchLimits& find_arch(std::string_view arch) {
   for (const ArchLimits& a : arch_limits())
     if (a.arch == want) return a;
   bad_input(fmt::format("unknown arch '{}' (known: {})", arch, names(arch_limits(), [](const ArchLimits& a) { return a.arch; })));
+}
+
+const GpuSpec* find_gpu_by_device_name(std::string_view device_name) {
+  const std::string key = device_name_key(device_name);
+  for (const GpuSpec& g : gpu_specs())
+    for (const std::string& n : g.device_names)
+      if (device_name_key(n) == key) return &g;
+  return nullptr;
 }
 
 Figure gpu_peak(const GpuSpec& g, std::string_view dtype, bool measured) {

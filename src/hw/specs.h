@@ -41,6 +41,7 @@ struct GpuSpec {
   std::string id;    // "h100-sxm"
   std::string name;  // "NVIDIA H100 SXM5 80GB"
   std::string arch;  // "sm_90": the key into the arch limits
+  std::vector<std::string> device_names;  // as cudaGetDeviceProperties reports them: "NVIDIA H200"
   Figure sm_count, boost_clock_mhz, memory_bytes, memory_bandwidth, l2_bytes;
   Figure nvlink_bandwidth;  // bytes/s per direction, all links together (0 when the part has none)
   Figure pcie_bandwidth;    // bytes/s per direction
@@ -57,6 +58,9 @@ const std::vector<GpuSpec>& gpu_specs();
 const GpuSpec& find_gpu(std::string_view id);  // BadInput naming the id and the known ones
 const std::vector<ArchLimits>& arch_limits();
 const ArchLimits& find_arch(std::string_view arch);  // "sm_90" or "90"; BadInput if unknown
+// The entry whose device_names hold a CUDA device's name ("NVIDIA H100 80GB HBM3" -> h100-sxm),
+// ignoring case and a leading "NVIDIA " or "Tesla "; nullptr for a GPU the database lacks.
+const GpuSpec* find_gpu_by_device_name(std::string_view device_name);
 
 // Peak FLOP/s of a GPU for a dtype name ("bf16", "fp8", and the dtype names of dtype.h such as
 // "fp8e4m3" or "float32"): the datasheet figure, or with measured=true the measured

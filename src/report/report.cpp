@@ -37,6 +37,7 @@ nlohmann::json point_to_json(const Point& p) {
           {"p10_s", p.p10_s},
           {"p90_s", p.p90_s},
           {"host_launch_s", p.host_launch_s},
+          {"host_bound", p.host_bound},
           {"runs", p.runs},
           {"noise", p.noise},
           {"t_lower_bound_s", p.t_lower_bound_s},

@@ -1,6 +1,6 @@
 // The simulator as a Device: tensors in simulated device memory (the simulator's cudaMalloc,
-// which tracks allocations, guards their ends and refuses stray pointers), kernels on fibers.
-// It checks; it never times.
+// which tracks allocations, guards their ends and refuses stray pointers; inside each, the
+// guard zones of bench/cuda_buffer.h, as on a GPU), kernels on fibers. It checks; it never times.
 #include <cstring>
 #include <string>
 #include <thread>
@@ -39,13 +39,8 @@ class SimDevice final : public Device {
     std::memcpy(h.data(), t.data(), t.nbytes());
     return h;
   }
-  void* workspace(size_t bytes) override {
-    if (bytes > scratch_bytes_) {
-      scratch_ = sim_buffer(bytes);
-      scratch_bytes_ = bytes;
-    }
-    return scratch_ ? scratch_->data : nullptr;
-  }
+  void* workspace(size_t bytes) override { return poisoned_workspace(scratch_, bytes, nullptr, check); }
+  bool workspace_intact() const override { return scratch_.check_guards(); }
   void poison(Tensor& t) override { std::memset(t.data(), dtype_is_float(t.dtype()) ? 0xFF : 0x5A, t.nbytes()); }
   // A failed launch is sticky in CUDA; here it is reported once and cleared, so the next
   // variant checked starts clean.
@@ -56,7 +51,7 @@ class SimDevice final : public Device {
     kl::sim::clear_errors();
     runtime_failure(std::string("simulator: ") + cudaGetErrorString(e) + (what.empty() ? "" : ": " + what));
   }
-  double time(const std::function<void()>&) override {
+  Timing time(const std::function<void()>&) override {
     bad_input("the simulator checks correctness; it does not time (time CUDA rungs with --backend cuda on a GPU)");
   }
   void flush_caches() override {}
@@ -65,8 +60,7 @@ class SimDevice final : public Device {
   std::string clocks() const override { return "not applicable: simulated"; }
 
  private:
-  std::shared_ptr<Buffer> scratch_;
-  size_t scratch_bytes_ = 0;
+  Tensor scratch_;
 };
 }  // namespace
 
