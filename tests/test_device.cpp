@@ -86,18 +86,19 @@ TEST(DeviceGuards, CheckVariantCatchesAnOutputWrittenPastEitherEnd) {
   const kl::Problem p = kl::make_problem(op, DType::f32, {{"rows", 7}, {"cols", 33}});
   const kl::Variant* rung = nullptr;
   for (const kl::Variant& v : op.variants)
-    if (v.backend == Backend::cuda && v.sim_run && !rung) rung = &v;
+    if (v.backend == Backend::cuda && v.runs_on(Backend::sim) && !rung) rung = &v;
   ASSERT_NE(rung, nullptr);
-  EXPECT_TRUE(kl::check_variant(op, *rung, p, sim(), 1).passed);
+  const kl::Prepared prep = kl::prepare(op, p, 1);
+  EXPECT_TRUE(kl::check_variant(op, *rung, rung->configs.front(), prep, sim()).passed);
   for (bool past_end : {true, false}) {
     SCOPED_TRACE(past_end ? "one past the end" : "one before the start");
     kl::Variant planted = *rung;
-    planted.sim_run = [rung, past_end](const kl::Problem& q, const kl::Args& a) {
-      rung->sim_run(q, a);
+    planted.configs.front().sim_run = [rung, past_end](const kl::Problem& q, const kl::Args& a) {
+      rung->configs.front().sim_run(q, a);
       Tensor& y = a.out[0];
       (void)SIM_LAUNCH(store_at, 1, 1, 0, y.as<float>(), past_end ? y.numel() : int64_t{-1});
     };
-    const kl::CheckResult r = kl::check_variant(op, planted, p, sim(), 1);
+    const kl::CheckResult r = kl::check_variant(op, planted, planted.configs.front(), prep, sim());
     EXPECT_FALSE(r.passed);
     EXPECT_THAT(r.failure, HasSubstr("written out of bounds"));
   }

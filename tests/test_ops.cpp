@@ -785,6 +785,7 @@ kl::Point gemm_point(const std::string& variant, bool peer, double median_s, int
   kl::Point pt;
   pt.op = "gemm";
   pt.variant = variant;
+  pt.config = "default";
   pt.backend = "cpu";
   pt.shape = p.shape_str();
   pt.label = p.label();

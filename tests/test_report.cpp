@@ -20,6 +20,7 @@ kl::Point make_point(const std::string& variant, const std::string& dtype, doubl
   kl::Point p;
   p.op = "softmax";
   p.variant = variant;
+  p.config = "default";
   p.backend = "cpu";
   p.shape = "cols=1024,rows=4096";
   p.dtype = dtype;

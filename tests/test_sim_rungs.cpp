@@ -11,6 +11,8 @@
 #include <cstring>
 #include <map>
 #include <memory>
+#include <optional>
+#include <ostream>
 #include <set>
 #include <span>
 #include <string>
@@ -126,6 +128,10 @@ TEST_P(SimRung, EveryConfigPassesAndLaunchesEveryKernelItDeclares) {
       for (DType t : {DType::f32, DType::f16})
         for (auto [r, c] : std::vector<std::pair<int64_t, int64_t>>{{1, 1}, {7, 33}, {3, 1000}, {65, 130}})
           problems.push_back(kl::make_problem(op, t, {{"rows", r}, {"cols", c}}, {{"mode", "max"}, {"over", over}}));
+  if (op.name == "reduce")  // rows longer than a warp takes (1024): the block-per-row paths
+    for (const char* mode : {"sum", "max"})
+      for (DType t : {DType::f32, DType::f16, DType::bf16})
+        problems.push_back(kl::make_problem(op, t, {{"rows", 3}, {"cols", 2000}}, {{"mode", mode}, {"over", "rows"}}));
   for (const kl::Problem& p : problems) {
     std::optional<kl::Prepared> prep;
     for (const kl::Config& c : v.configs) {
@@ -157,6 +163,8 @@ TEST_P(SimRung, EveryConfigPassesAndLaunchesEveryKernelItDeclares) {
   }
 #endif
 }
+
+void PrintTo(const RungCase& c, std::ostream* os) { *os << c.op << " " << c.variant; }
 
 INSTANTIATE_TEST_SUITE_P(Registry, SimRung, ::testing::ValuesIn(cuda_rungs()), [](const auto& info) {
   return info.param.op + "_" + info.param.variant;

@@ -8,7 +8,6 @@
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
-#include <regex>
 #include <set>
 #include <sstream>
 
@@ -54,25 +53,47 @@ KernelFacts& kernel_in(ObjectFacts& o, const std::string& arch, const std::strin
   return ks.back();
 }
 
-int64_t field(const std::string& line, const char* key) {
-  std::smatch m;
-  return std::regex_search(line, m, std::regex(std::string(key) + ":([0-9]+)")) ? std::stoll(m[1]) : 0;
+int64_t field(std::string_view line, std::string_view key) {
+  const size_t at = line.find(key);
+  if (at == std::string_view::npos) return 0;
+  int64_t v = 0;
+  for (size_t i = at + key.size(); i < line.size() && std::isdigit(static_cast<unsigned char>(line[i])); ++i) v = 10 * v + (line[i] - '0');
+  return v;
 }
+
+bool is_name_char(char c) { return std::isalnum(static_cast<unsigned char>(c)) || c == '_' || c == '$'; }
 
 // The PTX of each .entry in an embedded PTX text: from its name to the brace closing its body.
 void split_ptx_entries(ObjectFacts& o, const std::string& arch, const std::string& ptx) {
-  static const std::regex entry(R"(\.entry\s+([A-Za-z0-9_$]+)\s*\()");
-  for (auto it = std::sregex_iterator(ptx.begin(), ptx.end(), entry); it != std::sregex_iterator(); ++it) {
-    const size_t open = ptx.find('{', it->position());
-    if (open == std::string::npos) continue;
+  for (size_t at = ptx.find(".entry "); at != std::string::npos; at = ptx.find(".entry ", at + 1)) {
+    size_t b = at + 7;
+    while (b < ptx.size() && ptx[b] == ' ') ++b;
+    size_t e = b;
+    while (e < ptx.size() && is_name_char(ptx[e])) ++e;
+    const size_t open = ptx.find('{', e);
+    if (e == b || open == std::string::npos) continue;
     int depth = 0;
     size_t end = open;
     for (; end < ptx.size(); ++end) {
       if (ptx[end] == '{') ++depth;
       else if (ptx[end] == '}' && --depth == 0) break;
     }
-    kernel_in(o, arch, (*it)[1]).ptx = ptx.substr(open, end - open + 1);
+    kernel_in(o, arch, ptx.substr(b, e - b)).ptx = ptx.substr(open, end - open + 1);
   }
+}
+
+// The opcode of a SASS line "        /*0040*/   @!P0 LDG.E.128 R4, ...": empty for any other line.
+std::string_view sass_opcode(std::string_view t) {
+  if (t.size() < 6 || t.substr(0, 2) != "/*" || !std::isxdigit(static_cast<unsigned char>(t[2]))) return {};
+  const size_t close = t.find("*/");
+  if (close == std::string_view::npos) return {};
+  t = trim(t.substr(close + 2));
+  if (!t.empty() && t.front() == '@') t = trim(t.substr(std::min(t.size(), t.find_first_of(" \t"))));
+  size_t n = 0;
+  while (n < t.size() && (std::isupper(static_cast<unsigned char>(t[n])) || std::isdigit(static_cast<unsigned char>(t[n])) ||
+                          t[n] == '_' || t[n] == '.'))
+    ++n;
+  return n && std::isupper(static_cast<unsigned char>(t[0])) ? t.substr(0, n) : std::string_view{};
 }
 
 }  // namespace
@@ -107,12 +128,10 @@ CudaStatic parse_cuobjdump(std::string_view text) {
     if (obj && !ptx.empty()) split_ptx_entries(*obj, arch, ptx);
     ptx.clear();
   };
-  static const std::regex sass_line(R"(^\s*/\*[0-9a-f]{4,}\*/\s+(?:@!?U?P[0-9T]+\s+)?([A-Z][A-Z0-9_.]*))");
-  for (std::string_view view : split(text, '\n')) {
-    const std::string line(view);
+  for (std::string_view line : split(text, '\n')) {
     if (line.rfind("#kernelab-object ", 0) == 0) {
       flush_ptx();
-      const std::string source(trim(view.substr(17)));
+      const std::string source(trim(line.substr(17)));
       obj = &s.objects[source];
       obj->source = source;
       mode.clear();
@@ -125,30 +144,30 @@ CudaStatic parse_cuobjdump(std::string_view text) {
       continue;
     }
     if (line.rfind("arch = ", 0) == 0) {
-      arch = std::string(trim(view.substr(7)));
+      arch = std::string(trim(line.substr(7)));
       archs.insert(arch);
       continue;
     }
     if (mode == "ptx-header" && line.rfind(".version", 0) == 0) mode = "ptx";
     if (mode == "ptx") {
-      ptx += line + "\n";
+      ptx.append(line).push_back('\n');
       continue;
     }
-    std::smatch m;
-    if (std::regex_search(line, m, std::regex(R"(^\s*Function ([^ :]+):\s*$)"))) {  // resource usage
-      pending_res = m[1];
-    } else if (!pending_res.empty() && line.find("REG:") != std::string::npos) {
-      KernelFacts& k = kernel_in(*obj, arch, pending_res);
-      k.registers = static_cast<int>(field(line, "REG"));
-      k.smem_bytes = field(line, "SHARED");
-      k.stack_bytes = field(line, "STACK");
-      k.local_bytes = field(line, "LOCAL");
-      pending_res.clear();
-    } else if (std::regex_search(line, m, std::regex(R"(^\s*Function : (\S+))"))) {  // SASS
-      sass_kernel = m[1];
+    const std::string_view t = trim(line);
+    if (t.rfind("Function : ", 0) == 0) {  // SASS of a function follows
+      sass_kernel = std::string(trim(t.substr(11)));
       kernel_in(*obj, arch, sass_kernel);
-    } else if (!sass_kernel.empty() && std::regex_search(line, m, sass_line)) {
-      kernel_in(*obj, arch, sass_kernel).sass.push_back(m[1]);
+    } else if (t.rfind("Function ", 0) == 0 && t.back() == ':') {  // resource usage, on the next line
+      pending_res = std::string(t.substr(9, t.size() - 10));
+    } else if (!pending_res.empty() && t.rfind("REG:", 0) == 0) {
+      KernelFacts& k = kernel_in(*obj, arch, pending_res);
+      k.registers = static_cast<int>(field(t, "REG:"));
+      k.smem_bytes = field(t, "SHARED:");
+      k.stack_bytes = field(t, "STACK:");
+      k.local_bytes = field(t, "LOCAL:");
+      pending_res.clear();
+    } else if (!sass_kernel.empty()) {
+      if (std::string_view op = sass_opcode(t); !op.empty()) kernel_in(*obj, arch, sass_kernel).sass.emplace_back(op);
     }
   }
   flush_ptx();
