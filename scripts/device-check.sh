@@ -31,6 +31,9 @@ if [ -d .device-deps ] && ls .device-deps/*.deb >/dev/null 2>&1; then
   step "unpacking carried build dependencies"
   prefix=/tmp/kernelab-deps
   for f in .device-deps/*.deb; do dpkg -x "$f" "$prefix"; done
+  if ! command -v cuobjdump >/dev/null && ls .device-deps/*.whl >/dev/null 2>&1; then
+    python3 -m pip install -q --no-index --no-deps .device-deps/*.whl || status+=("cuobjdump wheels not installed")
+  fi
   export CMAKE_PREFIX_PATH="$prefix/usr${CMAKE_PREFIX_PATH:+:$CMAKE_PREFIX_PATH}"
   export CPATH="$prefix/usr/include${CPATH:+:$CPATH}"
   export LIBRARY_PATH="$prefix/usr/lib/x86_64-linux-gnu${LIBRARY_PATH:+:$LIBRARY_PATH}"
@@ -48,8 +51,8 @@ PY
 
 step "build"
 build=${KERNELAB_BUILD:-build-device}
-gencode="-gencode=arch=compute_80,code=sm_80;-gencode=arch=compute_90a,code=sm_90a"
-[ "$gpu" = 1 ] && gencode="-gencode=arch=compute_90a,code=sm_90a"  # only the chip at hand: a faster build
+gencode="-gencode=arch=compute_80,code=sm_80;-gencode=arch=compute_90a,code=[sm_90a,compute_90a]"
+[ "$gpu" = 1 ] && gencode="-gencode=arch=compute_90a,code=[sm_90a,compute_90a]"  # only the chip at hand (its PTX kept for the static checks)
 if cmake -S . -B "$build" -G Ninja -DCMAKE_BUILD_TYPE=Release -DKERNELAB_CUDA_GENCODE="$gencode" >/dev/null &&
    cmake --build "$build" -j "$(nproc)"; then
   echo "build ok"

@@ -10,4 +10,6 @@ mkdir -p .device-deps
 grep -qx '/.device-deps/' .git/info/exclude 2>/dev/null || echo '/.device-deps/' >> .git/info/exclude
 cd .device-deps
 apt-get download "${pkgs[@]}"
-ls -1 ./*.deb
+# cuobjdump and nvdisasm for the static checks, in case the GPU image's toolkit lacks them.
+python3 -m pip download -q --no-deps nvidia-cuda-cuobjdump==13.* nvidia-cuda-nvdisasm==13.*
+ls -1 ./*.deb ./*.whl

@@ -14,3 +14,13 @@ if [ ${#missing[@]} -gt 0 ]; then
   $SUDO apt-get update -qq
   DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq "${missing[@]}" >/dev/null
 fi
+# cuobjdump and the nvdisasm it runs, for the CUDA static checks (the toolkit here lacks them):
+# PyPI's NVIDIA packages, found by cmake/ops.cmake under the Python site-packages.
+if command -v nvcc >/dev/null && ! command -v cuobjdump >/dev/null; then
+  bin=$(python3 -c "import sysconfig; print(sysconfig.get_paths()['purelib'])")/nvidia/cu13/bin
+  if [ ! -x "$bin/cuobjdump" ] || [ ! -x "$bin/nvdisasm" ]; then
+    echo "install-deps: installing nvidia-cuda-cuobjdump nvidia-cuda-nvdisasm (pip)"
+    python3 -m pip install -q --disable-pip-version-check nvidia-cuda-cuobjdump==13.* nvidia-cuda-nvdisasm==13.* 2>&1 |
+      grep -v "Running pip as the 'root' user" || true
+  fi
+fi

@@ -268,7 +268,8 @@ class Rungs : public ::testing::Test {
 TEST_F(Rungs, EveryConfigsKernelsAreBuiltWithoutLocalMemoryAndHoldTheirClaims) {
   const auto vs = cuda_variants();
   ASSERT_FALSE(vs.empty());
-  EXPECT_EQ(kl::cuda_static().archs, (std::vector<std::string>{"sm_80", "sm_90a"}));
+  const auto& archs = kl::cuda_static().archs;  // sm_80 and sm_90a here; the GPU check builds sm_90a alone
+  EXPECT_NE(std::find(archs.begin(), archs.end(), kl::kStaticArch), archs.end());
   for (const auto& [op, v] : vs) {
     EXPECT_TRUE(fs::is_regular_file(fs::path(KERNELAB_SOURCE_DIR) / "src/ops" / v->source)) << v->source;
     for (const kl::Config& c : v->configs) {

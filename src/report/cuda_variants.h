@@ -1,5 +1,5 @@
 // The report's "CUDA variants" section: each registered CUDA rung with whether it passes in the
-// simulator, its static resources (build/cuda_static.json), and whether a committed GPU results
+// simulator, its static resources (build/cuda_static: cuobjdump of the built objects), and whether a committed GPU results
 // file (bench/results/<gpu>/*.json) holds a point for it: "verified on <gpu> at <date> (<file>)"
 // or "not yet run on a GPU". A point there means the GPU ran the rung and its result passed the
 // reference check (bench_variant times only a checked result).
