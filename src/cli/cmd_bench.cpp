@@ -78,11 +78,12 @@ void print_ladders(const std::vector<Ladder>& ladders) {
     for (const LadderRow& r : L.rows) {
       const Point& p = r.point;
       rows.push_back({p.variant + (p.peer ? " (peer)" : ""), p.config, format_seconds(p.median_s),
+                      format_seconds(p.host_launch_s) + (p.host_bound ? " (host-bound)" : ""),
                       fmt::format("{}-{}", format_seconds(p.p10_s), format_seconds(p.p90_s)), fmt::format("{:.3f}", p.tflops),
                       fmt::format("{:.1f}", p.gbps), fmt::format("{:.1f}% ({})", p.pct_of_bound, p.bound),
                       format_ratio(r.vs_below), format_ratio(r.vs_peer), fmt::format("{:.1e}", p.max_rel_err)});
     }
-    print_table({"variant", "config", "median", "p10-p90", "TFLOP/s", "GB/s", "of bound", "vs below", "vs peer", "max_rel_err"}, rows);
+    print_table({"variant", "config", "median", "host launch", "p10-p90", "TFLOP/s", "GB/s", "of bound", "vs below", "vs peer", "max_rel_err"}, rows);
   }
 }
 
