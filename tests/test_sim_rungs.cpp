@@ -148,7 +148,7 @@ TEST_P(SimRung, EveryConfigPassesAndLaunchesEveryKernelItDeclares) {
       EXPECT_TRUE(r.passed) << r.failure;
       launched[c.name].insert(r.launched.begin(), r.launched.end());
       ++checked;
-      if (!op.experiment && p.dim("rows") * p.dim("cols") <= 1000 * 127)  // outputs off 16-byte boundaries
+      if (!op.experiment && p.dim("rows") * p.dim("cols") <= 4096)  // outputs off 16-byte boundaries: the small shapes
         for (int shift : {1, 3})
           for (const void* k : run_shifted(op, v, c, *prep, shift)) launched[c.name].insert(name_of(c, k));
     }
