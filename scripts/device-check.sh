@@ -3,9 +3,10 @@
 # sm_90a, runs every test, checks every variant on the GPU, benchmarks the default suite, and
 # writes results.json, gpu.txt and log.txt to $OUT (./out outside the device tool), with probe.json
 # (the GPU's measured ceilings), big/ (the memory-bound ladders on 256 MB+ working sets), sweeps/
-# (the execution-model and memory-hierarchy experiments) and a CUPTI trace with its analysis. On a
-# machine without a GPU it does all it can (build, tests, CPU report and the CPU experiments) and
-# says plainly that no GPU was found. KERNELAB_BUILD=DIR reuses a build folder (default build-device).
+# (the execution-model and memory-hierarchy experiments), a CUPTI trace with its analysis, and ncu/
+# (the simulator's memory counts beside Nsight Compute's, scripts/ncu_compare.py). On a machine
+# without a GPU it does all it can (build, tests, CPU report and the CPU experiments) and says
+# plainly that no GPU was found. KERNELAB_BUILD=DIR reuses a build folder (default build-device).
 set -uo pipefail
 cd "$(dirname "$0")/.."
 OUT=${OUT:-./out}
@@ -92,6 +93,40 @@ if [ "$gpu" = 1 ]; then
   step "a CUPTI trace of one ladder, analysed"
   "$kl" bench softmax --backend cuda --rows 4096 --cols 4096 --max-seconds 0.1 --trace "$OUT/trace.json" >/dev/null &&
     "$kl" trace analyze "$OUT/trace.json" --json > "$OUT/trace-analysis.json" || status+=("trace failed")
+
+  # The simulator's ncu-named counts (sim profile) beside ncu's on the same problem, every CUDA rung
+  # once per config (check with a shape): ncu/OP.{sim.json,ncu.csv,txt}. ncu's stderr in ncu/OP.ncu.err.
+  step "sim profiler against ncu"
+  mkdir -p "$OUT/ncu"
+  ncu=$(command -v ncu || ls /usr/local/cuda*/bin/ncu /opt/nvidia/nsight-compute/*/ncu 2>/dev/null | head -1)
+  if [ -z "$ncu" ]; then
+    echo "ncu not found (PATH, /usr/local/cuda*/bin, /opt/nvidia/nsight-compute/*): the simulator-against-ncu table is skipped" |
+      tee "$OUT/ncu/skipped.txt"
+  else
+    echo "ncu: $ncu ($("$ncu" --version 2>/dev/null | tail -1))"
+    # Only the metrics this ncu lists (an unknown metric makes ncu refuse the run); all if the query fails.
+    timeout 60 "$ncu" --query-metrics > "$OUT/ncu/query-metrics.txt" 2>&1 || echo "ncu --query-metrics failed: requesting every metric"
+    metrics=$(python3 scripts/ncu_compare.py --metrics-list --available "$OUT/ncu/query-metrics.txt")
+    units=""; "$ncu" --help 2>/dev/null | grep -q -- --print-units && units="--print-units base"  # bytes as bytes, not Mbyte
+    ncu_start=$(date +%s) ncu_budget=${KERNELAB_NCU_BUDGET_S:-240}
+    for p in "transpose --rows 1024 --cols 1024 --dtype fp32" "exp_smem_banks --blocks 32 --stride 8 --reps 64" \
+             "exp_stride --n 262144 --stride 8 --bytes 4" "exp_divergence --n 65536 --paths 4 --work 16" \
+             "softmax --rows 1024 --cols 1024 --dtype fp32" "layernorm --rows 1024 --cols 1024 --dtype fp32" \
+             "reduce --rows 1024 --cols 1024 --dtype fp32"; do
+      op=${p%% *} shape=${p#* }
+      if [ $(( $(date +%s) - ncu_start )) -ge "$ncu_budget" ]; then
+        echo "ncu step: its ${ncu_budget} s are spent; skipping $op and the rest"; break
+      fi
+      echo "-- $op $shape"
+      timeout 120 "$kl" sim profile "$op" $shape --json > "$OUT/ncu/$op.sim.json" ||
+        { status+=("sim profile $op failed"); continue; }
+      timeout 120 "$ncu" --metrics "$metrics" $units --csv --page raw "$kl" check "$op" $shape --backend cuda \
+        > "$OUT/ncu/$op.ncu.csv" 2> "$OUT/ncu/$op.ncu.err" ||
+        { status+=("ncu $op failed"); tail -3 "$OUT/ncu/$op.ncu.err"; }
+      python3 scripts/ncu_compare.py "$OUT/ncu/$op.sim.json" "$OUT/ncu/$op.ncu.csv" | tee "$OUT/ncu/$op.txt" ||
+        status+=("ncu compare $op failed")
+    done
+  fi
 fi
 
 step "experiments: sweeps on $backend"

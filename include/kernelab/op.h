@@ -96,6 +96,7 @@ struct KernelRef {
   std::string name;
   const void* cuda = nullptr;
   const void* sim = nullptr;
+  const void* sim_profile = nullptr;  // the simulator's profiling build (instrumented loads and stores)
 };
 
 // "softmax_warp<float, 4>" from a demangled kernel name ("void kl::cuda::(anonymous namespace)::
@@ -124,6 +125,7 @@ struct Config {
   int64_t dynamic_smem_bytes = 0;  // CUDA rungs: per block, beyond the kernels' static shared memory
   std::vector<KernelGroup> kernels;
   Launcher run;      // on the variant's backend
+  Launcher sim_profile_run;  // and a third time with every load and store counted (sim/profile.h)
   Launcher sim_run;  // a CUDA rung built a second time for the SIMT simulator: the same source
   std::function<Reason(const Problem&)> supports = nullptr;  // beyond the variant's own; nullptr: all
   bool launches(const void* kernel, Backend b) const;  // kernel is one this config declares (b: cuda or sim)

@@ -9,6 +9,8 @@
 #include "kernelab/error.h"
 
 #if KERNELAB_HAVE_SIM
+#include "cli/sim_profile_view.h"
+#include "hw/specs.h"
 #include "sim/run/bench.h"
 #include "sim/run/driver.h"
 #endif
@@ -31,12 +33,39 @@ void add_sim(CLI::App& app) {
   run->add_option("-I", req.include_dirs, "add an include directory")->allow_extra_args(false);
   run->add_flag("-v,--verbose", req.verbose, "print the compile command and whether the build came from the cache");
   run->add_flag("--no-cache", req.no_cache, "compile even if a cached build exists");
+  static bool profile_json = false;
+  static std::string profile_gpu = "h200";
+  run->add_flag("--profile", req.profile,
+                "count every launch's memory accesses as Nsight Compute does (instrumented build; blocks run one at a time)");
+  run->add_flag("--json", profile_json, "with --profile: the counts as one JSON object on stdout (the program's output goes to stderr)");
+  run->add_option("--gpu", profile_gpu, "with --profile: the GPU whose L2 the DRAM model uses (kernelab specs)");
+  run->add_option("--profile-blocks", req.profile_blocks, "with --profile: count only the first N blocks of each launch (0: all)");
   run->add_option("file", req.file, "the CUDA program (.cu)")->required();
   run->add_option("args", req.args, "arguments for the program, after --");
   run->callback([] {
-    const int code = kl::sim::run_program(req);
+    if (!req.profile) {
+      if (profile_json) bad_input("sim run: --json goes with --profile");
+      const int code = kl::sim::run_program(req);
+      if (code != 0) throw CLI::RuntimeError(code);
+      return;
+    }
+    if (req.race_check || req.memcheck) bad_input("sim run: --profile cannot be combined with --race-check or --memcheck");
+    req.profile_l2_bytes = std::uint64_t(find_gpu(profile_gpu).l2_bytes.value);
+    req.program_stdout_to_stderr = profile_json;
+    std::vector<kl::sim::LaunchProfile> launches;
+    const int code = kl::sim::run_program(req, &launches);
+    const auto kernels = kl::sim::profile_by_kernel(launches);
+    if (profile_json) {
+      nlohmann::json list = nlohmann::json::array();
+      for (const auto& k : kernels) list.push_back(kernel_profile_json(k));
+      fmt::print("{}\n", nlohmann::json{{"kernels", list}}.dump(2));
+    } else {
+      fmt::print("\nkernelab sim profile of {}:\n", req.file);
+      print_kernel_profiles(kernels);
+    }
     if (code != 0) throw CLI::RuntimeError(code);
   });
+  add_sim_profile(*sim);
 
   auto* bench = sim->add_subcommand("bench", "cost per simulated thread, barrier and shuffle on this machine");
   static unsigned threads = 0;

@@ -57,16 +57,17 @@ inline void check_aligned(const void* p, std::size_t bytes, const char* what, co
 // cp.async: the copy joins the thread's open group and lands when a wait covers that group,
 // reading the source then; until it lands the destination holds 0xFF bytes (NaN as a float),
 // so a kernel that reads before its wait_group sees the poison, not the data by luck.
-inline void cp_async(void* dst, const void* src, std::size_t bytes, const char* what, const Site& site) {
+KL_SIM_UNCOUNTED inline void cp_async(void* dst, const void* src, std::size_t bytes, const char* what, const Site& site) {
   check_aligned(dst, bytes, what, "a shared address", site);
   check_aligned(src, bytes, what, "a global address", site);
+  kl::sim::detail::profile_note(kl::sim::detail::Counted::cp_async, src, unsigned(bytes), kl::sim::detail::site_key(site));
   std::memset(dst, 0xff, bytes);
   kl::sim::detail::AsyncCopies& q = kl::sim::detail::async_copies();
   q.pending.push_back({dst, src, bytes, q.committed});
 }
 
 // cp.async.wait_group n: performs, in issue order, the copies of every committed group but the newest n.
-inline void cp_async_wait_group(unsigned n) {
+KL_SIM_UNCOUNTED inline void cp_async_wait_group(unsigned n) {
   kl::sim::detail::AsyncCopies& q = kl::sim::detail::async_copies();
   std::size_t kept = 0;
   for (const kl::sim::detail::AsyncCopy& c : q.pending) {
@@ -83,9 +84,12 @@ inline uint32_t half_of(uint32_t word, unsigned which) { return word >> (16 * wh
 // (l/4, 2(l%4)+1) of matrix i, low half first; .trans reads the matrix column-major, so the
 // elements are (2(l%4), l/4) and (2(l%4)+1, l/4) of the rows as stored.
 template <int N, bool Trans>
-void ldmatrix(uint32_t (&r)[N], const void* row, const char* what, const Site& site) {
+KL_SIM_UNCOUNTED void ldmatrix(uint32_t (&r)[N], const void* row, const char* what, const Site& site) {
   const unsigned lane = kl::sim::lane_id();
-  if (lane < 8u * N) check_aligned(row, 16, what, "a row address", site);
+  if (lane < 8u * N) {
+    check_aligned(row, 16, what, "a row address", site);
+    kl::sim::detail::profile_note(kl::sim::detail::Counted::ldmatrix, row, 16, kl::sim::detail::site_key(site));
+  }
   const auto rows = kl::sim::warp_exchange(0xffffffffu, row, what, site);
   const auto word = [&](int matrix, unsigned rw) { return static_cast<const unsigned char*>(rows[8 * matrix + rw]); };
   for (int i = 0; i < N; ++i) {
@@ -145,6 +149,9 @@ template <class Acc, int E, class Decode>
 void mma_m16n8(Acc (&d)[4], const uint32_t (&a)[4], const uint32_t (&b)[2], const Acc (&c)[4], Decode decode,
                const char* what, const Site& site) {
   constexpr int K = 8 * E, kBits = 32 / E;
+  using kl::sim::detail::Counted;
+  const Counted kind = E == 2 ? Counted::mma_f16 : std::is_same_v<Acc, int> ? Counted::mma_s8 : Counted::mma_f8;
+  kl::sim::detail::profile_note(kind, nullptr, 0, kl::sim::detail::site_key(site));
   struct Operands {
     uint32_t a[4], b[2];
   };

@@ -25,7 +25,11 @@
 #include "kernelab/op.h"
 
 #if defined(KERNELAB_SIM)
+#if defined(KERNELAB_SIM_PROFILE)
+#define KL_TARGET sim_profile  // the profiling build: -fsanitize=thread's hooks count every access
+#else
 #define KL_TARGET sim_ops
+#endif
 // kernel<<<grid, block, smem, stream>>>(args...) on the simulator; a refused launch throws.
 #define KL_LAUNCH(kernel, grid, block, smem, stream, ...)                                                           \
   do {                                                                                                             \
@@ -94,7 +98,9 @@ namespace kl::KL_TARGET {
 template <auto K> KernelRef kernel_ref() {
   KernelRef k;
   k.name = kernel_name_of_signature(__PRETTY_FUNCTION__);
-#if defined(KERNELAB_SIM)
+#if defined(KERNELAB_SIM_PROFILE)
+  k.sim_profile = (const void*)K;
+#elif defined(KERNELAB_SIM)
   k.sim = (const void*)K;
 #else
   k.cuda = (const void*)K;
@@ -120,7 +126,9 @@ template <class P> Variant variant_of(const Rung<P>& r, std::source_location whe
     x.dynamic_smem_bytes = c.dynamic_smem;
     x.kernels = c.kernels;
     Launcher launch = [fn = c.run](const Problem& p, const Args& a) { fn(p.as<P>(), a); };
-#if defined(KERNELAB_SIM)
+#if defined(KERNELAB_SIM_PROFILE)
+    x.sim_profile_run = launch;
+#elif defined(KERNELAB_SIM)
     x.sim_run = launch;
 #else
     x.run = launch;

@@ -14,6 +14,9 @@
   }                                       \
   namespace kl::sim_ops {                 \
   std::vector<Variant> rung_##id();       \
+  }                                       \
+  namespace kl::sim_profile {             \
+  std::vector<Variant> rung_##id();       \
   }
 #include "ops/rung_files.h"
 #undef KL_RUNG_FILE
@@ -25,9 +28,17 @@ using RungFile = std::vector<Variant> (*)();
 
 // The variants of one rung file: the nvcc build's, with the simulator build's launchers and kernel
 // addresses added; or the simulator's alone, whose `run` then says there is no CUDA backend.
-void add_rung_file(std::vector<Variant>& out, RungFile cuda, RungFile sim, const char* id) {
+void add_rung_file(std::vector<Variant>& out, RungFile cuda, RungFile sim, RungFile sim_profile, const char* id) {
   std::vector<Variant> c = cuda ? cuda() : std::vector<Variant>{};
   std::vector<Variant> s = sim ? sim() : std::vector<Variant>{};
+  const std::vector<Variant> prof = sim_profile ? sim_profile() : std::vector<Variant>{};
+  for (size_t i = 0; i < s.size() && i < prof.size(); ++i)  // the profiling build rides on the simulator's
+    for (size_t j = 0; j < s[i].configs.size() && j < prof[i].configs.size(); ++j) {
+      s[i].configs[j].sim_profile_run = prof[i].configs[j].sim_profile_run;
+      for (size_t g = 0; g < s[i].configs[j].kernels.size() && g < prof[i].configs[j].kernels.size(); ++g)
+        for (size_t k = 0; k < s[i].configs[j].kernels[g].kernels.size() && k < prof[i].configs[j].kernels[g].kernels.size(); ++k)
+          s[i].configs[j].kernels[g].kernels[k].sim_profile = prof[i].configs[j].kernels[g].kernels[k].sim_profile;
+    }
   if (!cuda) {
     for (Variant& v : s)
       for (Config& cfg : v.configs)
@@ -42,9 +53,12 @@ void add_rung_file(std::vector<Variant>& out, RungFile cuda, RungFile sim, const
       Config& to = c[i].configs[j];
       const Config& from = s[i].configs[j];
       to.sim_run = from.sim_run;
+      to.sim_profile_run = from.sim_profile_run;
       for (size_t g = 0; g < to.kernels.size() && g < from.kernels.size(); ++g)
-        for (size_t k = 0; k < to.kernels[g].kernels.size() && k < from.kernels[g].kernels.size(); ++k)
+        for (size_t k = 0; k < to.kernels[g].kernels.size() && k < from.kernels[g].kernels.size(); ++k) {
           to.kernels[g].kernels[k].sim = from.kernels[g].kernels[k].sim;
+          to.kernels[g].kernels[k].sim_profile = from.kernels[g].kernels[k].sim_profile;
+        }
     }
   }
   for (Variant& v : c) out.push_back(std::move(v));
@@ -57,14 +71,16 @@ void add_rung_file(std::vector<Variant>& out, RungFile cuda, RungFile sim, const
 #endif
 #ifdef KERNELAB_HAVE_SIM_OPS
 #define KL_SIM_FN(fn) &::kl::sim_ops::fn
+#define KL_SIM_PROFILE_FN(fn) &::kl::sim_profile::fn
 #else
 #define KL_SIM_FN(fn) nullptr
+#define KL_SIM_PROFILE_FN(fn) nullptr
 #endif
 
 // Every CUDA rung, ordered by the number of its file (ties: by path).
 std::vector<Variant> gpu_rungs() {
   std::vector<Variant> all;
-#define KL_RUNG_FILE(id) add_rung_file(all, KL_CUDA_FN(rung_##id), KL_SIM_FN(rung_##id), #id);
+#define KL_RUNG_FILE(id) add_rung_file(all, KL_CUDA_FN(rung_##id), KL_SIM_FN(rung_##id), KL_SIM_PROFILE_FN(rung_##id), #id);
 #include "ops/rung_files.h"
 #undef KL_RUNG_FILE
   std::stable_sort(all.begin(), all.end(), [](const Variant& a, const Variant& b) {

@@ -7,6 +7,7 @@
 #include <cstdint>
 #include <functional>
 #include <memory>
+#include <source_location>
 #include <span>
 #include <string>
 #include <string_view>
@@ -84,6 +85,20 @@ cudaError_t launch(const Kernel& kernel, dim3 grid, dim3 block, std::size_t smem
 using Work = std::function<cudaError_t(cudaStream_t)>;
 bool capturing(cudaStream_t stream);
 cudaError_t capture(cudaStream_t stream, Work work);
+
+// Accesses that device code makes through the simulator's own functions (atomics, the PTX
+// twins) rather than plain loads and stores: they report themselves to the profiler, which
+// ignores them unless a profile runs. `site` tells instructions apart: a return address or
+// site_key(a source location). The functions that report are not instrumented themselves
+// (KL_SIM_UNCOUNTED), so nothing is counted twice.
+enum class Counted : unsigned char { atomic, ldmatrix, cp_async, mma_f16, mma_s8, mma_f8 };
+void profile_note(Counted what, const void* address, unsigned bytes, std::uintptr_t site);
+inline std::uintptr_t site_key(const std::source_location& s) {
+  return reinterpret_cast<std::uintptr_t>(s.file_name()) ^ std::uintptr_t(s.line()) << 40 ^
+         std::uintptr_t(s.column()) << 56 ^ std::uintptr_t(1) << 63;
+}
+#define KL_SIM_UNCOUNTED __attribute__((no_sanitize_thread))
+#define KL_SIM_CALL_SITE reinterpret_cast<std::uintptr_t>(__builtin_return_address(0))
 
 // The dynamic shared memory of the block running on this OS thread; the rewriter turns
 // `extern __shared__ T s[];` into `static thread_local T*& s = kl::sim::dynamic_shared<T>();`.

@@ -11,3 +11,8 @@ if(CMAKE_CUDA_COMPILER)
   # tests/test_ptx_twins.cpp compiles src/cuda/ptx.h with it (sm_80, sm_90a, the PTX text).
   target_compile_definitions(kernelab_tests PRIVATE KERNELAB_NVCC="${CMAKE_CUDA_COMPILER}")
 endif()
+# scripts/ncu_compare.py (the device check's simulator-against-ncu table) on synthetic ncu CSV.
+find_package(Python3 COMPONENTS Interpreter)
+if(Python3_FOUND)
+  add_test(NAME ncu_compare COMMAND ${Python3_EXECUTABLE} ${CMAKE_SOURCE_DIR}/tests/ncu_compare_test.py)
+endif()

@@ -46,7 +46,7 @@ std::string identity(const fs::path& p) {  // changes when the file does
 }
 
 // Runs argv; with `output`, collects stdout and stderr into it. Returns the wait status.
-int spawn(const std::vector<std::string>& argv, std::string* output) {
+int spawn(const std::vector<std::string>& argv, std::string* output, bool stdout_to_stderr = false) {
   int fds[2] = {-1, -1};
   if (output && pipe(fds) != 0) runtime_failure("cannot create a pipe");
   const pid_t pid = fork();
@@ -54,6 +54,7 @@ int spawn(const std::vector<std::string>& argv, std::string* output) {
   if (pid == 0) {
     signal(SIGINT, SIG_DFL), signal(SIGQUIT, SIG_DFL);  // we ignore them while we wait; the child must not
     if (output) dup2(fds[1], 1), dup2(fds[1], 2), close(fds[0]), close(fds[1]);
+    if (stdout_to_stderr) dup2(2, 1);
     std::vector<char*> a;
     for (const std::string& s : argv) a.push_back(const_cast<char*>(s.c_str()));
     a.push_back(nullptr);
@@ -108,6 +109,10 @@ std::vector<std::string> compile_flags(const RunRequest& r, const fs::path& sour
   for (const std::string& d : r.include_dirs) f.insert(f.end(), {"-I", fs::absolute(d).string()});
   for (const std::string& d : r.defines) f.push_back("-D" + d);
   if (r.memcheck) f.insert(f.end(), {"-fsanitize=address", "-fno-omit-frame-pointer", "-DKERNELAB_SIM_MEMCHECK=1"});
+  // Instrumented at compile time only: the hooks are the simulator's (runtime/tsan_hooks.cpp), not libtsan.
+  if (r.profile)
+    f.insert(f.end(), {"-fsanitize=thread", "--param=tsan-instrument-func-entry-exit=0", "-fno-tree-vectorize", "-fno-tree-sra",
+                       "-DKERNELAB_SIM_PROFILE=1"});
   return f;
 }
 
@@ -227,8 +232,14 @@ Build build_program(const RunRequest& r) {
   std::ofstream(main_cpp, std::ios::binary) << rewritten;
   std::vector<std::string> cmd = {KERNELAB_SIM_CXX};
   cmd.insert(cmd.end(), flags.begin(), flags.end());
-  cmd.insert(cmd.end(), {"-MMD", "-MF", tmp_dep.string(), "-x", "c++", main_cpp.string(), "-x", "none", "-o", tmp_bin.string(),
-                         KERNELAB_SIM_LIBRARY, KERNELAB_SIM_LINK_LIBS, "-ldl"});
+  const fs::path object = dir / ("program." + pid + ".o");
+  const std::vector<std::string> link = {KERNELAB_SIM_CXX, "-pthread", object.string(), "-o", tmp_bin.string(),
+                                         KERNELAB_SIM_LIBRARY, KERNELAB_SIM_LINK_LIBS, "-ldl"};
+  if (r.profile)  // compiled, then linked without -fsanitize=thread (which would bring libtsan)
+    cmd.insert(cmd.end(), {"-MMD", "-MF", tmp_dep.string(), "-x", "c++", "-c", main_cpp.string(), "-o", object.string()});
+  else
+    cmd.insert(cmd.end(), {"-MMD", "-MF", tmp_dep.string(), "-x", "c++", main_cpp.string(), "-x", "none", "-o",
+                           tmp_bin.string(), KERNELAB_SIM_LIBRARY, KERNELAB_SIM_LINK_LIBS, "-ldl"});
   if (r.verbose) {
     std::string line = "kernelab sim: compiling:";
     for (const std::string& c : cmd) line += " " + c;
@@ -236,7 +247,9 @@ Build build_program(const RunRequest& r) {
   }
   const auto t0 = std::chrono::steady_clock::now();
   std::string log;
-  const int status = spawn(cmd, &log);
+  int status = spawn(cmd, &log);
+  if (r.profile && WIFEXITED(status) && WEXITSTATUS(status) == 0) status = spawn(link, &log);
+  fs::remove(object, ec);
   b.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
   fs::remove(main_cpp, ec);
   if (!log.empty()) std::fputs(log.c_str(), stderr);
@@ -252,7 +265,7 @@ Build build_program(const RunRequest& r) {
   return b;
 }
 
-int run_program(const RunRequest& r) {
+int run_program(const RunRequest& r, std::vector<LaunchProfile>* profile) {
   const Build b = build_program(r);
   char findings_path[] = "/tmp/kernelab-sim-findings-XXXXXX";
   const int fd = mkstemp(findings_path);
@@ -266,14 +279,34 @@ int run_program(const RunRequest& r) {
   sigaction(SIGINT, &ignore, &old_int), sigaction(SIGQUIT, &ignore, &old_quit);
   setenv("KERNELAB_SIM_FINDINGS", findings_path, 1);
   if (r.race_check) setenv("KERNELAB_SIM_RACE_CHECK", "1", 1);
+  char profile_path[] = "/tmp/kernelab-sim-profile-XXXXXX";
+  if (r.profile) {
+    const int pfd = mkstemp(profile_path);
+    if (pfd < 0) runtime_failure("sim run: cannot create a temporary file");
+    close(pfd);
+    setenv("KERNELAB_SIM_PROFILE", profile_path, 1);
+    setenv("KERNELAB_SIM_PROFILE_L2_BYTES", std::to_string(r.profile_l2_bytes).c_str(), 1);
+    setenv("KERNELAB_SIM_PROFILE_BLOCKS", std::to_string(r.profile_blocks).c_str(), 1);
+  }
   if (r.memcheck) {
     setenv("KERNELAB_SIM_MEMCHECK", "1", 1);
     const char* user = std::getenv("ASAN_OPTIONS");  // leaks are not GPU bugs: most programs skip cudaFree at exit
     setenv("ASAN_OPTIONS", (std::string("detect_leaks=0:") + (user ? user : "")).c_str(), 1);
   }
   std::fflush(stdout), std::fflush(stderr);
-  const int status = spawn(argv, nullptr);
+  const int status = spawn(argv, nullptr, r.program_stdout_to_stderr);
   sigaction(SIGINT, &old_int, nullptr), sigaction(SIGQUIT, &old_quit, nullptr);
+  if (r.profile) {
+    unsetenv("KERNELAB_SIM_PROFILE");
+    std::ifstream in(profile_path);
+    LaunchProfile l;
+    std::size_t lines = 0;
+    for (std::string line; std::getline(in, line); ++lines)
+      if (profile && parse_profile_record(line, l)) profile->push_back(l);
+    unlink(profile_path);
+    if (lines == 0 && !WIFEXITED(status))
+      std::fprintf(stderr, "kernelab sim: %s did not exit normally, so it wrote no profile\n", r.file.c_str());
+  }
   std::map<std::string, int> found;
   {
     std::ifstream in(findings_path);

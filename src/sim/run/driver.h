@@ -2,8 +2,11 @@
 // against the simulator's header and runtime, cached by content, and run with its output,
 // arguments and exit code passed through.
 #pragma once
+#include <cstdint>
 #include <string>
 #include <vector>
+
+#include "sim/profile.h"
 
 namespace kl::sim {
 
@@ -14,6 +17,10 @@ struct RunRequest {
   std::vector<std::string> include_dirs;  // -I DIR
   bool race_check = false;  // every launch forward and reverse; a difference fails the run
   bool memcheck = false;    // AddressSanitizer build, blocks one at a time; a bad access fails the run
+  bool profile = false;     // instrumented build; every launch counted (sim/profile.h)
+  std::uint64_t profile_l2_bytes = 0;  // the modelled L2 for the DRAM bytes (0: none)
+  std::uint64_t profile_blocks = 0;    // count only the first N blocks of each launch (0: all)
+  bool program_stdout_to_stderr = false;  // keep our stdout for a JSON report
   bool verbose = false;     // print the compile command and whether the cache served it
   bool no_cache = false;
 };
@@ -29,7 +36,9 @@ Build build_program(const RunRequest& request);
 
 // Builds and runs; returns the program's exit code, 128+N when signal N killed it, or 1 when
 // it exited 0 but the simulator found a deadlock, race or bad access.
-int run_program(const RunRequest& request);
+// With request.profile, `profile` receives every launch's counts (empty if the program did not
+// exit normally, which the message on stderr then says).
+int run_program(const RunRequest& request, std::vector<LaunchProfile>* profile = nullptr);
 
 // KERNELAB_SIM_CACHE, else $XDG_CACHE_HOME/kernelab/sim, else ~/.cache/kernelab/sim.
 std::string cache_dir();

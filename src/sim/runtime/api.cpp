@@ -301,6 +301,12 @@ cudaError_t kl_sim_cudaEventElapsedTime(float* ms, cudaEvent_t start, cudaEvent_
   if (!event_ok(start) || !event_ok(end)) return fail(cudaErrorInvalidResourceHandle, "cudaEventElapsedTime", "invalid event");
   if (!start->recorded || !end->recorded)
     return fail(cudaErrorInvalidResourceHandle, "cudaEventElapsedTime", "an event was not recorded");
+  static std::once_flag told;  // nobody should quote a simulated bandwidth
+  std::call_once(told, [] {
+    std::fprintf(stderr,
+                 "kernelab sim: cudaEventElapsedTime gives this host's time to simulate the work, not a GPU's: "
+                 "do not quote it as a kernel time or bandwidth\n");
+  });
   *ms = std::chrono::duration<float, std::milli>(end->when - start->when).count();
   return cudaSuccess;
 }

@@ -48,6 +48,7 @@ struct Launch {
   unsigned long long blocks = 0;
   std::size_t smem = 0;
   Order order = Order::forward;
+  bool profiled = false;  // counted by the profiler: blocks run serially
   std::atomic<unsigned long long> next{0};
   std::atomic<bool> failed{false};
   std::mutex error_mutex;
@@ -76,6 +77,7 @@ struct Worker {
   unsigned long long block_epoch = 0;  // bumped at every block start
   struct Poisoned {
     const void* address;
+    std::size_t bytes;
     unsigned long long epoch;  // the block that last filled it
   };
   std::vector<Poisoned> poisoned;  // the static shared variables poison_shared_once has filled

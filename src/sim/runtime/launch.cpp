@@ -14,6 +14,8 @@
 #include <thread>
 
 #include "sim/runtime/internal.h"
+#include "sim/runtime/profile_internal.h"
+#include "sim/profile.h"
 
 namespace kl::sim::detail {
 namespace {
@@ -78,7 +80,7 @@ unsigned os_threads() {
 }
 
 void execute(Launch& L) {
-  const bool serial = options().serial;
+  const bool serial = options().serial || L.profiled;
   const std::function<void()> job = [&L, serial] {
     Worker& w = worker();
     prepare(w, L);
@@ -166,6 +168,7 @@ cudaError_t run(const Kernel& k, const std::string& name, dim3 grid, dim3 block,
   L.kernel = &k, L.name = name, L.grid = grid, L.block = block, L.smem = smem, L.order = options().order;
   L.threads = block.x * block.y * block.z;
   L.blocks = 1ull * grid.x * grid.y * grid.z;
+  L.profiled = profiled_launch(L);
   execute(L);
   check_guard_bytes(name);
   if (!L.failed) return sticky_error();
@@ -229,7 +232,7 @@ cudaError_t launch(const Kernel& k, dim3 grid, dim3 block, std::size_t smem, cud
   if (!stream_is_valid(stream)) return refuse(cudaErrorInvalidResourceHandle, name, "the stream was not created or was destroyed");
   if (!check_pointers(k, name)) return cudaErrorIllegalAddress;
   install_crash_handlers();
-  if (!options().race_check || in_race_check) return run(k, name, grid, block, smem);
+  if (!options().race_check || in_race_check || profiling()) return run(k, name, grid, block, smem);
   // --race-check: every launch, over all the memory a kernel can reach.
   const std::vector<Allocation> all = live_allocations();
   std::vector<Buffer> buffers;

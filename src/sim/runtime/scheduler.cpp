@@ -12,6 +12,7 @@
 #include <string>
 
 #include "sim/runtime/internal.h"
+#include "sim/runtime/profile_internal.h"
 
 namespace kl::sim::detail {
 namespace {
@@ -297,6 +298,7 @@ void run_block(Worker& w, Launch& L, unsigned long long b) {
     t.ctx = bctx::make_fcontext(s.lo + s.size, s.size, fiber_main);
   }
   const unsigned warps = (L.threads + 31) / 32;
+  if (L.profiled) profile_block_start(w);
   for (int state = 1; state == 1;) {
     for (bool again = true; again && !w.block_failed;) {  // until every warp has settled
       again = false;
@@ -307,7 +309,9 @@ void run_block(Worker& w, Launch& L, unsigned long long b) {
       }
     }
     state = w.block_failed ? -1 : release_barrier(w, L);
+    if (state == 1 && L.profiled) profile_barrier(w);
   }
+  if (L.profiled) profile_block_end(w);
   if (L.failed && asan_present())  // abandoned fibers leave their frames' poison behind
     for (unsigned i = 0; i < L.threads; ++i) asan_unpoison(w.stacks[i].lo, w.stacks[i].size);
 }
@@ -384,8 +388,8 @@ void poison_shared_once(void* p, std::size_t bytes) {
   detail::Worker& w = detail::worker();
   auto it = std::ranges::find(w.poisoned, static_cast<const void*>(p), &detail::Worker::Poisoned::address);
   if (it != w.poisoned.end() && it->epoch == w.block_epoch) return;
-  if (it == w.poisoned.end()) w.poisoned.push_back({p, w.block_epoch});
-  else it->epoch = w.block_epoch;
+  if (it == w.poisoned.end()) w.poisoned.push_back({p, bytes, w.block_epoch});
+  else it->epoch = w.block_epoch, it->bytes = bytes;
   std::memset(p, 0xff, bytes);
 }
 
