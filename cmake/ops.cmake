@@ -46,10 +46,14 @@ foreach(family ${families})
     # The profiling build (`kernelab sim profile`): GCC's ThreadSanitizer instrumentation at compile
     # time only, every load and store a call to the hooks in src/sim/runtime/tsan_hooks.cpp. No
     # vectorising and no splitting of aggregates (-fno-tree-sra keeps a uint4 store one 16-byte access), so
-    # each access stays the width the source wrote, as nvcc emits it.
+    # each access stays the width the source wrote, as nvcc emits it. -fsanitize-coverage=trace-pc marks
+    # every basic block, from which the profiler tells loop iterations apart (divergent lanes); with
+    # -fno-reorder-blocks(-and-partition) a loop's blocks lie between its first block and its back edge, in source order.
     add_library(kl_${family}_simprof OBJECT ${sim_wrappers})
     target_compile_options(kl_${family}_simprof PRIVATE -include ${KERNELAB_SIM_DIR}/cuda_sim.h -O2 -Wall -Wextra
-                           -fsanitize=thread --param=tsan-instrument-func-entry-exit=0 -fno-tree-vectorize -fno-tree-sra)
+                           -fsanitize=thread --param=tsan-instrument-func-entry-exit=0 -fno-tree-vectorize -fno-tree-sra
+                           -fsanitize-coverage=trace-pc -fno-reorder-blocks
+                           -fno-reorder-blocks-and-partition)
     target_compile_definitions(kl_${family}_simprof PRIVATE KERNELAB_SIM_PROFILE=1)
     target_link_libraries(kl_${family}_simprof PRIVATE kl_base kl_sim)
     target_sources(kl_${family} PRIVATE $<TARGET_OBJECTS:kl_${family}_simprof>)

@@ -61,6 +61,24 @@ __global__ void half_active(float* out, float* odd, float* even, const float* in
   else even[lane / 2] = 2.0f;
 }
 
+// Lane l takes path l % 4: each iteration's load runs with the 8 lanes on that path.
+__global__ void divergent_loop(float* out, const float* a) {
+  const int lane = threadIdx.x, path = lane % 4;
+  float v = 0;
+  for (int q = 0; q < 4; ++q)
+    if (path == q) v += a[q];
+  out[lane] = v;
+}
+
+// 8-byte shared accesses, two half-warp phases: d[2 * lane] puts lanes l and l + 8 on the same banks.
+__global__ void wide_shared(double* out) {
+  __shared__ double d[64];
+  const int lane = threadIdx.x;
+  d[2 * lane] = lane, d[2 * lane + 1] = -lane;
+  __syncthreads();
+  out[lane] = d[lane];
+}
+
 // 32 lanes add to one counter, then to four counters in one sector.
 __global__ void atomics(int* one, int* four) {
   atomicAdd(one, 1);
@@ -116,6 +134,15 @@ int main() {
   half_active<<<1, 32>>>(out + 64, odd, even, in);
   CHECK(cudaMemcpy(r.data(), out + 64, 16 * sizeof(float), cudaMemcpyDeviceToHost));
   for (int i = 0; i < 16; ++i) wrong += r[i] != h[i];
+
+  divergent_loop<<<1, 32>>>(out, in);
+  CHECK(cudaMemcpy(r.data(), out, 32 * sizeof(float), cudaMemcpyDeviceToHost));
+  for (int lane = 0; lane < 32; ++lane) wrong += r[lane] != h[lane % 4];
+
+  wide_shared<<<1, 32>>>(reinterpret_cast<double*>(out));
+  std::vector<double> dr(32);
+  CHECK(cudaMemcpy(dr.data(), out, 32 * sizeof(double), cudaMemcpyDeviceToHost));
+  for (int i = 0; i < 32; ++i) wrong += dr[i] != (i % 2 ? -(i / 2) : i / 2);
 
   atomics<<<1, 32>>>(one, four);
   int got_one = 0, got_four[4] = {};

@@ -111,7 +111,8 @@ std::vector<std::string> compile_flags(const RunRequest& r, const fs::path& sour
   if (r.memcheck) f.insert(f.end(), {"-fsanitize=address", "-fno-omit-frame-pointer", "-DKERNELAB_SIM_MEMCHECK=1"});
   // Instrumented at compile time only: the hooks are the simulator's (runtime/tsan_hooks.cpp), not libtsan.
   if (r.profile)
-    f.insert(f.end(), {"-fsanitize=thread", "--param=tsan-instrument-func-entry-exit=0", "-fno-tree-vectorize", "-fno-tree-sra",
+    f.insert(f.end(), {"-fsanitize=thread", "--param=tsan-instrument-func-entry-exit=0", "-fno-tree-vectorize", "-fno-tree-sra", "-fsanitize-coverage=trace-pc",
+                       "-fno-reorder-blocks", "-fno-reorder-blocks-and-partition",
                        "-DKERNELAB_SIM_PROFILE=1"});
   return f;
 }

@@ -23,10 +23,46 @@ enum class Space : unsigned char { none, global, shared };
 struct Event {
   std::uintptr_t site;
   std::uint64_t address;
-  std::uint32_t n;  // this lane reached `site` n times before
+  std::uint64_t context;  // the lane's loop iterations when it got here (LoopContext)
+  std::uint32_t occurrence;  // how many times before the lane reached `site` in that context (set by flush)
   std::uint8_t lane, bytes;
   Kind kind;
   Space space;
+};
+
+// Which iteration of which loops a lane is in, from the basic blocks it enters in the kernel's own
+// frame (-fsanitize-coverage=trace-pc): a jump back to a lower address is a loop's next iteration,
+// a jump past that loop's last block leaves it (-fno-reorder-blocks and
+// -fno-reorder-blocks-and-partition keep a loop's blocks together, in source order). A warp-level instruction is then one site reached
+// by the warp's lanes in the same iterations: lanes that skip an iteration's branch are not in it,
+// as on a GPU, where divergent lanes wait at the branch's reconvergence point.
+struct LoopContext {
+  struct Loop {
+    std::uintptr_t head, tail;  // the first block's address and the back edge's source block
+    std::uint64_t iteration;
+  };
+  Loop loops[16];
+  unsigned depth = 0;
+  std::uintptr_t previous = 0, frame = 0;  // the last block entered; the kernel's frame (0: not yet seen)
+  std::uint64_t hash = 0;
+
+  void enter(std::uintptr_t pc) {
+    if (pc <= previous) {  // a back edge
+      unsigned i = depth;
+      while (i > 0 && loops[i - 1].head != pc) --i;
+      if (i > 0) {
+        depth = i, ++loops[i - 1].iteration, loops[i - 1].tail = std::max(loops[i - 1].tail, previous);
+      } else if (depth < 16) {
+        while (depth > 0 && pc < loops[depth - 1].head) --depth;  // an outer loop's header
+        loops[depth++] = Loop{pc, previous, 1};
+      }
+    } else {
+      while (depth > 0 && pc > loops[depth - 1].tail) --depth;  // left the loop
+    }
+    previous = pc;
+    hash = 0;
+    for (unsigned i = 0; i < depth; ++i) hash = (hash ^ loops[i].head ^ loops[i].iteration * 0x9e3779b97f4a7c15ull) * 0x100000001b3ull;
+  }
 };
 
 // Least recently used, fully associative, 128-byte lines of four 32-byte sectors. A load or
@@ -126,9 +162,9 @@ struct Session {
   std::vector<Range> globals;  // device allocations, by address
   std::size_t last_global = 0;
   Range dynamic_smem{0, 0};
-  std::unordered_map<std::uintptr_t, std::uint32_t> site_index;
+  const char* kernel_entry = nullptr;       // the kernel function's first byte
+  std::vector<LoopContext> loops;           // per thread of the block
   std::vector<std::vector<Event>> warp_events;
-  std::vector<std::vector<std::uint32_t>> reached;  // per warp: [site * 32 + lane] = times reached
 };
 
 std::mutex session_mutex;
@@ -155,12 +191,8 @@ Space space_of(Session& s, std::uintptr_t a) {
 void record(Session& s, Kind kind, Space space, std::uintptr_t address, unsigned bytes, std::uintptr_t site) {
   const SimThread* t = s.worker->current;
   if (!t) return;
-  const unsigned warp = t->index / 32, lane = t->index % 32;
-  auto [it, added] = s.site_index.try_emplace(site, std::uint32_t(s.site_index.size()));
-  std::vector<std::uint32_t>& reached = s.reached[warp];
-  const std::size_t slot = std::size_t(it->second) * 32 + lane;
-  if (slot >= reached.size()) reached.resize(std::max<std::size_t>(slot + 1, reached.size() * 2), 0);
-  s.warp_events[warp].push_back(Event{site, address, reached[slot]++, std::uint8_t(lane), std::uint8_t(bytes), kind, space});
+  s.warp_events[t->index / 32].push_back(
+      Event{site, address, s.loops[t->index].hash, 0, std::uint8_t(t->index % 32), std::uint8_t(bytes), kind, space});
 }
 
 // A plain load or store from instrumented code: counted when it touches global or shared memory.
@@ -247,15 +279,41 @@ void count_instruction(Session& s, const Event* e, const Event* end, std::vector
 void flush(Session& s) {
   std::vector<std::uint64_t> scratch;
   for (std::vector<Event>& events : s.warp_events) {
-    std::sort(events.begin(), events.end(), [](const Event& a, const Event& b) {
-      return std::tie(a.site, a.n, a.lane) < std::tie(b.site, b.n, b.lane);
+    // A lane at one site twice in the same loop context (no back edge between): its n-th visit
+    // joins the other lanes' n-th.
+    std::stable_sort(events.begin(), events.end(), [](const Event& a, const Event& b) {
+      return std::tie(a.site, a.context, a.lane) < std::tie(b.site, b.context, b.lane);
     });
+    for (std::size_t i = 1; i < events.size(); ++i) {
+      const Event &p = events[i - 1], &e = events[i];
+      if (e.site == p.site && e.context == p.context && e.lane == p.lane) events[i].occurrence = p.occurrence + 1;
+    }
+    std::stable_sort(events.begin(), events.end(), [](const Event& a, const Event& b) {
+      return std::tie(a.site, a.context, a.occurrence) < std::tie(b.site, b.context, b.occurrence);
+    });
+    const auto same = [](const Event& a, const Event& b) {
+      return a.site == b.site && a.context == b.context && a.occurrence == b.occurrence;
+    };
     for (std::size_t i = 0, j; i < events.size(); i = j) {
-      for (j = i + 1; j < events.size() && events[j].site == events[i].site && events[j].n == events[i].n;) ++j;
+      for (j = i + 1; j < events.size() && same(events[j], events[i]);) ++j;
       count_instruction(s, events.data() + i, events.data() + j, scratch);
     }
     events.clear();
   }
+}
+
+// A basic block entered by instrumented code: loop bookkeeping, in the kernel's own frame only
+// (the frame of the block at the kernel's entry; callees and the launch's wrappers are left out).
+void block_entered(std::uintptr_t pc, std::uintptr_t frame) {
+  Session* s = recording;
+  if (!s || !s->worker->current) return;
+  LoopContext& L = s->loops[s->worker->current->index];
+  if (!L.frame) {
+    const std::uintptr_t entry = reinterpret_cast<std::uintptr_t>(s->kernel_entry);
+    if (pc < entry || pc >= entry + 512) return;
+    L.frame = frame;
+  }
+  if (frame == L.frame) L.enter(pc);
 }
 
 // `kernelab sim run --profile`: the program profiles every launch and writes them, one record a
@@ -300,10 +358,9 @@ bool profiled_launch(Launch& L) {
     if (std::strcmp(a.kind, "cudaMallocHost") != 0)
       s->globals.push_back(Range{std::uintptr_t(a.base), std::uintptr_t(a.base) + a.bytes});
   s->last_global = 0;
-  s->site_index.clear();
-  const unsigned warps = (L.threads + 31) / 32;
-  s->warp_events.assign(warps, {});
-  s->reached.assign(warps, {});
+  s->kernel_entry = static_cast<const char*>(L.kernel->address);
+  s->warp_events.assign((L.threads + 31) / 32, {});
+  s->loops.assign(L.threads, {});
   return true;
 }
 
@@ -312,7 +369,7 @@ void profile_block_start(Worker& w) {
   if (!s) return;
   s->worker = &w;
   s->dynamic_smem = Range{std::uintptr_t(dynamic_smem), std::uintptr_t(dynamic_smem) + w.launch->smem};
-  for (auto& r : s->reached) std::fill(r.begin(), r.end(), 0);
+  std::fill(s->loops.begin(), s->loops.end(), LoopContext{});
   recording = s;
 }
 
@@ -348,6 +405,8 @@ void profile_note(Counted what, const void* address, unsigned bytes, std::uintpt
 void profile_access(const void* address, std::size_t bytes, bool store, std::uintptr_t site) {
   access(reinterpret_cast<std::uintptr_t>(address), bytes, store ? Kind::st : Kind::ld, site);
 }
+
+void profile_block(std::uintptr_t pc, std::uintptr_t frame) { block_entered(pc, frame); }
 
 }  // namespace kl::sim::detail
 

@@ -16,5 +16,7 @@ void profile_barrier(Worker& w);  // every thread of the block waits at a barrie
 void profile_block_end(Worker& w);
 // A plain load or store of instrumented code (the __tsan_* hooks).
 void profile_access(const void* address, std::size_t bytes, bool store, std::uintptr_t site);
+// A basic block entered (-fsanitize-coverage=trace-pc): its address and the frame it runs in.
+void profile_block(std::uintptr_t pc, std::uintptr_t frame);
 
 }  // namespace kl::sim::detail

@@ -1,4 +1,4 @@
-// The hooks GCC's -fsanitize=thread instrumentation calls, supplied here instead of libtsan:
+// The hooks GCC's -fsanitize=thread and -fsanitize-coverage=trace-pc instrumentation calls, supplied here instead of libtsan:
 // kernels compiled for profiling are instrumented at compile time only and linked without the
 // sanitizer's runtime. A load or store goes to the profiler (counted only while a profiled launch
 // runs and only in global or shared memory); an atomic is performed, not counted (CUDA's atomics
@@ -12,6 +12,11 @@
 using kl::sim::detail::profile_access;
 
 extern "C" {
+
+// -fsanitize-coverage=trace-pc: every basic block; its caller's frame tells the kernel from its callees.
+void __sanitizer_cov_trace_pc() {
+  kl::sim::detail::profile_block(KL_SITE, reinterpret_cast<std::uintptr_t>(__builtin_frame_address(0)));
+}
 
 void __tsan_init() {}
 void __tsan_func_entry(void*) {}
