@@ -168,6 +168,9 @@ struct Op {
   std::function<std::vector<std::vector<double>>(const Problem&, std::span<const Tensor>)> reference;
   std::function<std::vector<Problem>(const Op&)> check_cases;   // the correctness sweep
   std::function<std::vector<Problem>(const Op&)> report_cases;  // the default benchmark suite
+  // The problems the report profiles each CUDA rung on in the simulator (`sim profile`): small
+  // enough to simulate in a second, large enough to show the ladder's lesson. None: not profiled.
+  std::function<std::vector<Problem>(const Op&)> profile_cases;
   // Largest acceptable error (see max_rel_err) for a problem, and how the error is normalised:
   // per row for row-wise ops, over the whole output where rows are not independent problems
   // (a gemm row of one element would turn a cancellation into a large relative error).

@@ -69,7 +69,8 @@ void add_report(CLI::App& app) {
     for (const std::string& a : devs.absent)
       if (a.rfind("sim:", 0) == 0) sim_absent = a;
     if (std::find(wanted.begin(), wanted.end(), Backend::sim) == wanted.end()) sim_absent = "sim: not asked for (--backend " + backend + ")";
-    r.cuda_variants = cuda_variant_rows(tallies, sim_absent, results_dir, &r.cuda_notes);
+    fmt::print(stderr, "report: profiling every CUDA rung in the simulator\n");
+    r.cuda_variants = cuda_variant_rows(tallies, sim_absent, results_dir, &r.cuda_notes, find_device(devs, Backend::sim));
     write_report(r, out);
     fmt::print("wrote {0}/index.html, {0}/report.md, {0}/results.json ({1} points)\n", out, r.points.size());
     for (const std::string& a : devs.absent) fmt::print("not run: {}\n", a);

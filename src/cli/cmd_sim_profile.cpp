@@ -5,6 +5,7 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <chrono>
 
 #include "cli/common.h"
 #include "cli/sim_profile_view.h"
@@ -78,7 +79,7 @@ void add_sim_profile(CLI::App& sim) {
   static std::vector<std::string> variants, configs;
   static std::string gpu_id = "h200";
   static std::uint64_t sample_blocks = 0, seed = 1;
-  static bool json = false;
+  static bool json = false, vs_plain = false;
   static std::string op_name;
   sub->add_option("op", op_name, "the op (kernelab list)")->required();
   sub->add_option("--variant", variants, "rungs to profile (default: every CUDA rung)")->delimiter(',');
@@ -87,6 +88,7 @@ void add_sim_profile(CLI::App& sim) {
   sub->add_option("--sample-blocks", sample_blocks, "count only the first N blocks of each launch and scale (0: all)");
   sub->add_option("--seed", seed, "seed of the random inputs");
   sub->add_flag("--json", json, "print one JSON object");
+  sub->add_flag("--vs-plain", vs_plain, "also time each rung's plain simulated run: the profiler's cost as a ratio");
   problem.attach(*sub);
   sub->callback([] {
     const Op& op = find_op(op_name);
@@ -98,11 +100,16 @@ void add_sim_profile(CLI::App& sim) {
     const Prepared prep = prepare(op, p, seed);
     sim::ProfileOptions options{std::uint64_t(gpu.l2_bytes.value), sample_blocks};
     std::vector<RungProfile> rungs;
+    std::vector<double> plain_seconds;
     for (const Variant* v : chosen_variants(op, variants)) {
       if (v->backend != Backend::cuda) continue;
       for (const Config* c : chosen_configs(*v, configs, false)) {
         if (v->supports_config(p, *c)) continue;
         rungs.push_back(profile_variant(op, *v, *c, prep, *devs.present.front(), options, gpu));
+        if (!vs_plain) continue;
+        const auto start = std::chrono::steady_clock::now();
+        check_variant(op, *v, *c, prep, *devs.present.front());
+        plain_seconds.push_back(std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count());
       }
     }
     if (rungs.empty()) bad_input(fmt::format("no chosen CUDA rung of {} runs {}", op.name, p.label()));
@@ -116,7 +123,8 @@ void add_sim_profile(CLI::App& sim) {
                        {"min_bytes", r.min_bytes}, {"model_dram_bytes", r.dram_bytes()},
                        {"model_dram_over_min", r.min_bytes > 0 ? r.dram_bytes() / r.min_bytes : 0.0},
                        {"modelled_time_s", r.time.seconds}, {"modelled_bound", r.time.bound}, {"model_source", r.time.source},
-                       {"checked", r.check.passed}, {"check_failure", r.check.failure}});
+                       {"checked", r.check.passed}, {"check_failure", r.check.failure}, {"profiled_run_s", r.seconds}});
+        if (vs_plain) out.back()["plain_run_s"] = plain_seconds[out.size() - 1];
       }
       fmt::print("{}\n", nlohmann::json{{"op", op.name}, {"problem", p.label()}, {"dtype", dtype_name(p.dtype)},
                                         {"gpu", gpu.id}, {"rungs", out}}.dump(2));
@@ -132,11 +140,15 @@ void add_sim_profile(CLI::App& sim) {
       row.push_back(r.min_bytes > 0 ? fmt::format("{:.2f}x", r.dram_bytes() / r.min_bytes) : "-");
       row.push_back(format_seconds(r.time.seconds) + " " + r.time.bound);
       row.push_back(r.check.passed ? "ok" : r.check.failure);
+      if (vs_plain)
+        row.push_back(fmt::format("{} / {} = {:.1f}x", format_seconds(r.seconds), format_seconds(plain_seconds[rows.size()]),
+                                  r.seconds / plain_seconds[rows.size()]));
       rows.push_back(std::move(row));
     }
     std::vector<std::string> header = {"variant", "config"};
     header.insert(header.end(), kMemoryHeader.begin(), kMemoryHeader.end());
     header.insert(header.end(), {"DRAM B (modelled)", "x min", "time (modelled)", "check"});
+    if (vs_plain) header.push_back("profiled / plain run (this host)");
     print_table(header, rows);
     for (const RungProfile& r : rungs)
       if (r.sampled()) fmt::print("{} {}: sampled, counts scaled by {:.2f}\n", r.variant, r.config, r.scale);

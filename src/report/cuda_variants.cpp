@@ -7,7 +7,11 @@
 #include <fstream>
 #include <regex>
 
+#include "hw/specs.h"
 #include "ops/static_facts.h"
+#if KERNELAB_HAVE_SIM_OPS
+#include "sim/device/sim_profile.h"
+#endif
 
 namespace fs = std::filesystem;
 
@@ -52,7 +56,53 @@ std::string sim_line(const std::vector<const CheckTally*>& ts, const Variant& v,
   return "not checked in the simulator";
 }
 
+std::vector<RungProfileSummary> profile_rung([[maybe_unused]] const Op& op, [[maybe_unused]] const Variant& v,
+                                             [[maybe_unused]] Device& sim, [[maybe_unused]] const GpuSpec& gpu) {
+  std::vector<RungProfileSummary> out;
+#if KERNELAB_HAVE_SIM_OPS
+  const Config& c = v.configs.front();
+  uint64_t seed = 1;
+  for (const Problem& p : op.profile_cases(op)) {
+    if (v.supports_config(p, c)) continue;
+    const Prepared prep = prepare(op, p, seed++);
+    const RungProfile r = profile_variant(op, v, c, prep, sim, {uint64_t(gpu.l2_bytes.value), 0}, gpu);
+    const auto per = [](double a, double b) { return b > 0 ? a / b : 0.0; };
+    const sim::ProfileCounts& t = r.total;
+    RungProfileSummary s;
+    s.problem = p.label() + " " + std::string(dtype_name(p.dtype));
+    s.config = c.name;
+    s.ld_sectors_per_request = per(double(t.global_ld_sectors), double(t.global_ld_requests));
+    s.st_sectors_per_request = per(double(t.global_st_sectors), double(t.global_st_requests));
+    s.ld_conflicts_per_request = per(double(t.shared_ld_wavefronts - t.shared_ld_ideal), double(t.shared_ld_requests));
+    s.st_conflicts_per_request = per(double(t.shared_st_wavefronts - t.shared_st_ideal), double(t.shared_st_requests));
+    s.active_lanes = per(double(t.memory_lanes), double(t.memory_requests()));
+    s.shared = t.shared_ld_requests + t.shared_st_requests > 0;
+    s.sectors_over_min = per(r.sector_bytes(), r.min_bytes);
+    s.dram_over_min = per(r.dram_bytes(), r.min_bytes);
+    s.modelled_time_s = r.time.seconds;
+    s.bound = r.time.bound;
+    s.gpu = gpu.id;
+    s.sampled_scale = r.scale;
+    if (!r.check.passed) s.failure = r.check.failure;
+    out.push_back(std::move(s));
+  }
+#endif
+  return out;
+}
+
 }  // namespace
+
+std::string profile_line(const RungProfileSummary& p) {
+  std::string s = fmt::format("{}: {:.1f}/{:.1f} sectors per global ld/st request", p.problem, p.ld_sectors_per_request,
+                              p.st_sectors_per_request);
+  if (p.shared)
+    s += fmt::format(", {:.1f}/{:.1f} bank conflicts per shared ld/st request", p.ld_conflicts_per_request, p.st_conflicts_per_request);
+  s += fmt::format(", {:.1f} active lanes per memory instruction, L1 sectors {:.2f}x and DRAM {:.2f}x the fewest bytes (DRAM modelled for {})",
+                   p.active_lanes, p.sectors_over_min, p.dram_over_min, p.gpu);
+  if (p.sampled_scale != 1) s += fmt::format(", sampled (x{:.2f})", p.sampled_scale);
+  if (!p.failure.empty()) s += ", profiled run FAILED: " + p.failure;
+  return s;
+}
 
 std::string default_results_dir() {
 #ifdef KERNELAB_SOURCE_DIR
@@ -96,8 +146,10 @@ std::map<std::string, GpuVerification> gpu_verifications(const std::string& resu
 }
 
 std::vector<CudaVariantRow> cuda_variant_rows(const std::vector<CheckTally>& tallies, const std::string& sim_absent,
-                                              const std::string& results_dir, std::vector<std::string>* notes) {
+                                              const std::string& results_dir, std::vector<std::string>* notes, Device* sim,
+                                              const std::string& gpu_id) {
   const auto verified = gpu_verifications(results_dir, notes);
+  const GpuSpec& gpu = find_gpu(gpu_id);
   std::vector<CudaVariantRow> rows;
   for (const Op& op : registry())
     for (const Variant& v : op.variants) {
@@ -121,6 +173,12 @@ std::vector<CudaVariantRow> cuda_variant_rows(const std::vector<CheckTally>& tal
       } else {
         r.gpu = "not yet run on a GPU";
       }
+      if (!sim) r.memory = "not profiled: " + (sim_absent.empty() ? std::string("the simulator did not run") : sim_absent);
+      else if (!op.profile_cases) r.memory = "not profiled: the op names no profile cases";
+      else if (!v.configs.front().sim_profile_run) r.memory = "not profiled: this build has no profiling version of the rung";
+      else r.profiles = profile_rung(op, v, *sim, gpu);
+      for (const RungProfileSummary& p : r.profiles) r.memory += (r.memory.empty() ? "" : "; ") + profile_line(p);
+      if (sim && r.memory.empty()) r.memory = "not profiled: no profile case is supported";
       rows.push_back(std::move(r));
     }
   return rows;

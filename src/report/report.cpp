@@ -64,6 +64,22 @@ nlohmann::json report_to_json(const ReportData& r) {
   for (const CudaVariantRow& c : r.cuda_variants) {
     nlohmann::json gpu = nullptr;
     if (c.gpu_verified) gpu = {{"device", c.gpu_device}, {"date", c.gpu_date}, {"file", c.gpu_file}};
+    nlohmann::json profiles = nlohmann::json::array();
+    for (const RungProfileSummary& p : c.profiles)
+      profiles.push_back({{"problem", p.problem},
+                          {"config", p.config},
+                          {"ld_sectors_per_request", p.ld_sectors_per_request},
+                          {"st_sectors_per_request", p.st_sectors_per_request},
+                          {"ld_bank_conflicts_per_request", p.ld_conflicts_per_request},
+                          {"st_bank_conflicts_per_request", p.st_conflicts_per_request},
+                          {"active_lanes_per_memory_inst", p.active_lanes},
+                          {"sectors_over_min", p.sectors_over_min},
+                          {"model_dram_over_min", p.dram_over_min},
+                          {"modelled_time_s", p.modelled_time_s},
+                          {"modelled_bound", p.bound},
+                          {"model_gpu", p.gpu},
+                          {"sampled_scale", p.sampled_scale},
+                          {"failure", p.failure}});
     cuda.push_back({{"op", c.op},
                     {"variant", c.variant},
                     {"source", c.source},
@@ -73,6 +89,8 @@ nlohmann::json report_to_json(const ReportData& r) {
                     {"static", c.static_info},
                     {"gpu_verified", c.gpu_verified},
                     {"gpu", gpu},
+                    {"memory", c.memory},
+                    {"profiles", profiles},
                     {"gpu_status", c.gpu}});
   }
   return {{"generated_at", r.generated_at},  {"commit", r.commit}, {"host", r.host},
@@ -178,10 +196,10 @@ std::string markdown(const ReportData& r, const std::vector<Ladder>& ladders) {
   for (const auto& c : r.check_summary) md += "- " + c + "\n";
   md += "\n## CUDA variants\n\n";
   if (r.cuda_variants.empty()) md += "None registered.\n";
-  else md += "| op | variant | simulator | resources | GPU |\n|---|---|---|---|---|\n";
+  else md += "| op | variant | simulator | resources | memory (simulator profile) | GPU |\n|---|---|---|---|---|---|\n";
   for (const CudaVariantRow& c : r.cuda_variants)
-    md += fmt::format("| {} | {} | {} | {} | {} |\n", md_escape(c.op), md_escape(c.variant), md_escape(c.simulator),
-                      md_escape(c.resources), md_escape(c.gpu));
+    md += fmt::format("| {} | {} | {} | {} | {} | {} |\n", md_escape(c.op), md_escape(c.variant), md_escape(c.simulator),
+                      md_escape(c.resources), md_escape(c.memory), md_escape(c.gpu));
   if (!r.cuda_notes.empty()) md += "\n";
   for (const auto& n : r.cuda_notes) md += fmt::format("- {}\n", n);
   md += "\n## Roofs\n\n";
@@ -283,10 +301,13 @@ std::string html(const ReportData& r, const std::vector<Ladder>& ladders) {
   for (const auto& c : r.check_summary) h += "<li>" + html_escape(c) + "</li>\n";
   h += "</ul>\n<h2>CUDA variants</h2>\n";
   if (r.cuda_variants.empty()) h += "<p>None registered.</p>\n";
-  else h += "<table class=\"text\"><tr><th>op</th><th>variant</th><th>simulator</th><th>resources</th><th>GPU</th></tr>\n";
+  else
+    h += "<table class=\"text\"><tr><th>op</th><th>variant</th><th>simulator</th><th>resources</th><th>memory (simulator "
+         "profile)</th><th>GPU</th></tr>\n";
   for (const CudaVariantRow& c : r.cuda_variants)
-    h += fmt::format("<tr><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td></tr>\n", html_escape(c.op),
-                     html_escape(c.variant), html_escape(c.simulator), html_escape(c.resources), html_escape(c.gpu));
+    h += fmt::format("<tr><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td></tr>\n", html_escape(c.op),
+                     html_escape(c.variant), html_escape(c.simulator), html_escape(c.resources), html_escape(c.memory),
+                     html_escape(c.gpu));
   if (!r.cuda_variants.empty()) h += "</table>\n";
   for (const auto& n : r.cuda_notes) h += "<p>" + html_escape(n) + "</p>\n";
   h += "<h2>Rooflines</h2>\n";

@@ -17,6 +17,23 @@ struct Roof {
   std::string flops_source, bandwidth_source;
 };
 
+// A CUDA rung run once on the simulator's profiling build at one of its op's profile cases:
+// ncu-style counts (sectors and bank conflicts per request, active lanes) and the modelled DRAM
+// bytes over the op's fewest (sim/device/sim_profile.h).
+struct RungProfileSummary {
+  std::string problem, config;
+  double ld_sectors_per_request = 0, st_sectors_per_request = 0;
+  double ld_conflicts_per_request = 0, st_conflicts_per_request = 0;  // shared memory
+  double active_lanes = 0;      // per global or shared memory instruction
+  bool shared = false;          // any shared-memory request (else the conflicts say nothing)
+  double sectors_over_min = 0;  // global sectors' bytes over the op's fewest bytes
+  double dram_over_min = 0;     // modelled
+  double modelled_time_s = 0;   // modelled, the busiest unit at its peak
+  std::string bound, gpu;       // the model's busiest unit and the GPU it models
+  double sampled_scale = 1;     // > 1: the first blocks counted and scaled
+  std::string failure;          // the profiled run's check, when it failed
+};
+
 // One CUDA rung in the report: simulator result, static resources, GPU verification.
 struct CudaVariantRow {
   std::string op, variant, source;
@@ -27,6 +44,8 @@ struct CudaVariantRow {
   bool gpu_verified = false;
   std::string gpu_device, gpu_date, gpu_file;  // set when verified
   std::string gpu;  // "verified on <gpu> at <date> (<file>)" or "not yet run on a GPU"
+  std::vector<RungProfileSummary> profiles;  // one per profile case of its op
+  std::string memory;  // the profiles in one line, or why there are none
 };
 
 struct ReportData {

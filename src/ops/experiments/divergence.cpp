@@ -60,6 +60,11 @@ Op make_exp_divergence_op() {
       for (int64_t n : {1, 33, 1000, 4096}) out.push_back(make_problem(self, DType::f32, {{"n", n}, {"paths", paths}, {"work", n == 1 ? 1 : 17}}));
     return out;
   };
+  op.profile_cases = [](const Op& self) {  // active lanes per memory instruction fall with the paths
+    std::vector<Problem> out;
+    for (int64_t paths : {1, 4, 32}) out.push_back(make_problem(self, DType::f32, {{"n", 65536}, {"paths", paths}, {"work", 16}}));
+    return out;
+  };
   op.report_cases = [](const Op& self) {
     std::vector<Problem> out;
     for (int64_t paths : {1, 2, 32}) out.push_back(make_problem(self, DType::f32, {{"paths", paths}}));

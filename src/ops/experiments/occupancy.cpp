@@ -40,6 +40,9 @@ Op make_exp_occupancy_op() {
       out.push_back(make_problem(self, DType::f32, {{"n", n}, {"threads", t}, {"blocks_per_sm", b}}));
     return out;
   };
+  op.profile_cases = [](const Op& self) {
+    return std::vector<Problem>{make_problem(self, DType::f32, {{"n", int64_t{1} << 20}, {"threads", 128}, {"blocks_per_sm", 8}})};
+  };
   op.report_cases = [](const Op& self) {
     std::vector<Problem> out;
     for (int64_t b : {1, 8}) out.push_back(make_problem(self, DType::f32, {{"n", int64_t{1} << 25}, {"threads", 128}, {"blocks_per_sm", b}}));

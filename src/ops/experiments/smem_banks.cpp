@@ -55,6 +55,11 @@ Op make_exp_smem_banks_op() {
         out.push_back(make_problem(self, DType::f32, {{"blocks", b}, {"stride", s}, {"reps", r}}));
     return out;
   };
+  op.profile_cases = [](const Op& self) {  // stride k: a gcd(k, 32)-way conflict
+    std::vector<Problem> out;
+    for (int64_t s : {1, 2, 8, 32}) out.push_back(make_problem(self, DType::f32, {{"blocks", 8}, {"stride", s}, {"reps", 64}}));
+    return out;
+  };
   op.report_cases = [](const Op& self) {
     std::vector<Problem> out;
     for (int64_t s : {1, 2, 32}) out.push_back(make_problem(self, DType::f32, {{"stride", s}}));

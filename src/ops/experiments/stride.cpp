@@ -76,6 +76,11 @@ Op make_exp_stride_op() {
       }
     return out;
   };
+  op.profile_cases = [](const Op& self) {  // sectors per request grow with the stride up to 32
+    std::vector<Problem> out;
+    for (int64_t s : {1, 4, 32}) out.push_back(make_problem(self, DType::f32, {{"n", int64_t{1} << 20}, {"stride", s}}));
+    return out;
+  };
   op.report_cases = [](const Op& self) {
     std::vector<Problem> out;
     for (const char* bytes : {"4", "16"})

@@ -84,6 +84,9 @@ Op make_norm_op(NormKind kind) {
   };
   op.reference = [kind](const Problem& p, std::span<const Tensor> in) { return reference(kind, p, in); };
   op.check_cases = [](const Op& self) { return rows_cols_cases(self, {{}, {{"residual", "1"}, {"eps", "1e-6"}}}); };
+  op.profile_cases = [](const Op& self) {
+    return std::vector<Problem>{make_problem(self, DType::f32, {{"rows", 1024}, {"cols", 1024}})};
+  };
   op.report_cases = [](const Op& self) {
     return std::vector<Problem>{make_problem(self, DType::f32, {{"rows", 4096}, {"cols", 4096}}),
                                 make_problem(self, DType::bf16, {{"rows", 4096}, {"cols", 4096}}, {{"residual", "1"}})};

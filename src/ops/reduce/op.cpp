@@ -57,6 +57,9 @@ Op make_reduce_op() {
   op.check_cases = [](const Op& self) {
     return rows_cols_cases(self, {{}, {{"mode", "max"}}, {{"over", "total"}}, {{"mode", "max"}, {"over", "total"}}});
   };
+  op.profile_cases = [](const Op& self) {
+    return std::vector<Problem>{make_problem(self, DType::f32, {{"rows", 1024}, {"cols", 1024}})};
+  };
   op.report_cases = [](const Op& self) {
     return std::vector<Problem>{make_problem(self, DType::f32, {{"rows", 4096}, {"cols", 4096}}),
                                 make_problem(self, DType::f32, {{"rows", 4096}, {"cols", 4096}}, {{"over", "total"}})};

@@ -53,6 +53,9 @@ Op make_softmax_op() {
   op.check_cases = [](const Op& self) {
     return rows_cols_cases(self, {{}, {{"causal", "1"}, {"scale", "0.125"}}});
   };
+  op.profile_cases = [](const Op& self) {
+    return std::vector<Problem>{make_problem(self, DType::f32, {{"rows", 1024}, {"cols", 1024}})};
+  };
   op.report_cases = [](const Op& self) {
     return std::vector<Problem>{make_problem(self, DType::f32, {{"rows", 4096}, {"cols", 4096}}),
                                 make_problem(self, DType::bf16, {{"rows", 4096}, {"cols", 4096}})};

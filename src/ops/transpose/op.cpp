@@ -31,6 +31,9 @@ Op make_transpose_op() {
     return std::vector<std::vector<double>>{y};
   };
   op.check_cases = [](const Op& self) { return rows_cols_cases(self, {{}}); };
+  op.profile_cases = [](const Op& self) {
+    return std::vector<Problem>{make_problem(self, DType::f32, {{"rows", 1024}, {"cols", 1024}})};
+  };
   op.report_cases = [](const Op& self) {
     return std::vector<Problem>{make_problem(self, DType::f32, {{"rows", 4096}, {"cols", 4096}}),
                                 make_problem(self, DType::bf16, {{"rows", 4096}, {"cols", 4096}})};

@@ -1,6 +1,7 @@
 #include "sim/device/sim_profile.h"
 
 #include <algorithm>
+#include <chrono>
 
 #include "kernelab/error.h"
 
@@ -36,6 +37,7 @@ RungProfile profile_variant(const Op& op, const Variant& v, const Config& c, con
   for (KernelGroup& g : profiled.kernels)
     for (KernelRef& r : g.kernels) r.sim = r.sim_profile;
   sim::profile_begin(options);
+  const auto start = std::chrono::steady_clock::now();
   CheckResult check;
   try {
     check = check_variant(op, v, profiled, prep, dev);
@@ -43,6 +45,7 @@ RungProfile profile_variant(const Op& op, const Variant& v, const Config& c, con
     sim::profile_end();
     throw;
   }
+  const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   std::vector<sim::LaunchProfile> launches = sim::profile_end();
   if (check.launched.size() == launches.size())
     for (size_t i = 0; i < launches.size(); ++i) launches[i].name = check.launched[i];
@@ -55,6 +58,7 @@ RungProfile profile_variant(const Op& op, const Variant& v, const Config& c, con
   r.min_bytes = op.cost(prep.problem).bytes;
   r.time = modelled_time(r.total, r.scale, gpu);
   r.check = std::move(check);
+  r.seconds = seconds;
   if (r.sampled()) r.check.passed = false, r.check.failure = "not checked: the grid was sampled";
   return r;
 }

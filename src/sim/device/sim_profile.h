@@ -27,8 +27,13 @@ struct RungProfile {
   double min_bytes = 0;                     // the op's fewest bytes for the problem
   ModelledTime time;
   CheckResult check;                        // the profiled run against the reference (skipped when sampled)
+  double seconds = 0;                       // wall time of that run (upload, launches, check)
   bool sampled() const { return scale != 1; }
   double dram_bytes() const { return scale * double(total.dram_read_bytes + total.dram_write_bytes); }
+  // Bytes of the sectors the global accesses request from L2 (what L1 moves; 32 per sector).
+  double sector_bytes() const {
+    return scale * 32.0 * double(total.global_ld_sectors + total.global_st_sectors + total.global_atom_sectors + total.ldgsts_sectors);
+  }
 };
 
 // Runs config c of variant v on `sim_device` (the sim backend) with every launch counted.

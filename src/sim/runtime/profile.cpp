@@ -224,17 +224,20 @@ void wavefronts_of(const Event* e, const Event* end, std::uint64_t& wavefronts, 
   unsigned widest = 0;
   for (const Event* x = e; x != end; ++x) widest = std::max<unsigned>(widest, x->bytes);
   const unsigned lanes_per_phase = widest <= 4 ? 32 : widest <= 8 ? 16 : 8;
-  std::vector<std::uint64_t> words[4];
+  std::uint64_t words[4][128];  // a phase: at most 32 lanes x 4 words (or 8 x 16 bytes)
+  unsigned count[4] = {};
   for (; e != end; ++e) {
-    auto& w = words[e->lane / lanes_per_phase];
-    for (std::uint64_t word = e->address >> 2; word <= (e->address + e->bytes - 1) >> 2; ++word) w.push_back(word);
+    const unsigned phase = e->lane / lanes_per_phase;
+    for (std::uint64_t word = e->address >> 2; word <= (e->address + e->bytes - 1) >> 2 && count[phase] < 128; ++word)
+      words[phase][count[phase]++] = word;
   }
-  for (auto& w : words) {
-    if (w.empty()) continue;
-    std::sort(w.begin(), w.end());
-    w.erase(std::unique(w.begin(), w.end()), w.end());
+  for (unsigned phase = 0; phase < 4; ++phase) {
+    if (count[phase] == 0) continue;
+    std::uint64_t* w = words[phase];
+    std::sort(w, w + count[phase]);
     unsigned per_bank[32] = {}, most = 0;
-    for (std::uint64_t word : w) most = std::max(most, ++per_bank[word % 32]);
+    for (unsigned i = 0; i < count[phase]; ++i)
+      if (i == 0 || w[i] != w[i - 1]) most = std::max(most, ++per_bank[w[i] % 32]);
     wavefronts += most, ideal += 1;
   }
 }
@@ -274,13 +277,47 @@ void count_instruction(Session& s, const Event* e, const Event* end, std::vector
   for (std::uint64_t sector : scratch) s.l2.access(sector, write, read, launch, s.launches);
 }
 
+// The usual case, found in linear time: every lane that recorded anything recorded the same
+// sites in the same loop contexts in the same order, so the i-th events of the lanes are one
+// instruction. `by_lane` receives the events bucketed by lane, in each lane's order.
+bool lockstep(const std::vector<Event>& events, std::vector<const Event*> (&by_lane)[32]) {
+  for (auto& l : by_lane) l.clear();
+  for (const Event& e : events) by_lane[e.lane].push_back(&e);
+  const std::vector<const Event*>* first = nullptr;
+  for (const auto& l : by_lane) {
+    if (l.empty()) continue;
+    if (!first) {
+      first = &l;
+      continue;
+    }
+    if (l.size() != first->size()) return false;
+    for (std::size_t i = 0; i < l.size(); ++i)
+      if (l[i]->site != (*first)[i]->site || l[i]->context != (*first)[i]->context) return false;
+  }
+  return true;
+}
+
 // Counts every instruction recorded so far. Called when no lane can add to them: when the block's
 // threads all wait at a barrier, and at the block's end.
 void flush(Session& s) {
   std::vector<std::uint64_t> scratch;
+  std::vector<const Event*> by_lane[32];
+  Event group[32];
   for (std::vector<Event>& events : s.warp_events) {
-    // A lane at one site twice in the same loop context (no back edge between): its n-th visit
-    // joins the other lanes' n-th.
+    if (lockstep(events, by_lane)) {
+      std::size_t length = 0;
+      for (const auto& l : by_lane) length = std::max(length, l.size());
+      for (std::size_t i = 0; i < length; ++i) {
+        unsigned n = 0;
+        for (const auto& l : by_lane)
+          if (!l.empty()) group[n++] = *l[i];
+        count_instruction(s, group, group + n, scratch);
+      }
+      events.clear();
+      continue;
+    }
+    // Divergent lanes: sort into (site, context) runs. A lane at one site twice in the same loop
+    // context (no back edge between) joins, on its n-th visit, the other lanes' n-th.
     std::stable_sort(events.begin(), events.end(), [](const Event& a, const Event& b) {
       return std::tie(a.site, a.context, a.lane) < std::tie(b.site, b.context, b.lane);
     });

@@ -1,0 +1,432 @@
+// The simulator profiler against counts worked out here from each access pattern, never read
+// back from the simulator: ncu's definitions (a request is a warp-level instruction; sectors are
+// the distinct 32-byte sectors its lanes touch; a shared access needs, per phase, as many
+// wavefronts as the most distinct words any bank must deliver) applied to the lane addresses.
+#include "test_sim_util.h"
+#if KERNELAB_HAVE_SIM
+#include <gtest/gtest.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <map>
+#include <nlohmann/json.hpp>
+#include <numeric>
+#include <set>
+#include <sstream>
+
+#include "bench/devices.h"
+#include "report/cuda_variants.h"
+#include "sim/profile.h"
+
+namespace fs = std::filesystem;
+using nlohmann::json;
+
+namespace {
+
+// ---- the definitions, applied by hand -----------------------------------------------------------
+
+struct Access {
+  std::uint64_t address;  // bytes from a 256-byte aligned allocation's start
+  unsigned bytes;
+};
+
+double sectors(const std::vector<Access>& lanes) {
+  std::set<std::uint64_t> s;
+  for (const Access& a : lanes)
+    for (std::uint64_t b = a.address; b < a.address + a.bytes; ++b) s.insert(b / 32);
+  return double(s.size());
+}
+
+// Wavefronts of one shared-memory instruction: lanes in phases of 32 (<= 4 bytes), 16 (8 bytes)
+// or 8 (16 bytes); in each, the largest number of distinct 4-byte words in one of the 32 banks.
+double wavefronts(const std::vector<Access>& lanes) {
+  const unsigned per_phase = lanes.front().bytes <= 4 ? 32 : lanes.front().bytes == 8 ? 16 : 8;
+  double total = 0;
+  for (std::size_t first = 0; first < lanes.size(); first += per_phase) {
+    std::map<unsigned, std::set<std::uint64_t>> words_of_bank;
+    for (std::size_t l = first; l < std::min<std::size_t>(first + per_phase, lanes.size()); ++l)
+      for (std::uint64_t w = lanes[l].address / 4; w <= (lanes[l].address + lanes[l].bytes - 1) / 4; ++w)
+        words_of_bank[unsigned(w % 32)].insert(w);
+    std::size_t most = 0;
+    for (const auto& [bank, words] : words_of_bank) most = std::max(most, words.size());
+    total += double(most);
+  }
+  return total;
+}
+double phases(const std::vector<Access>& lanes) {
+  const unsigned per_phase = lanes.front().bytes <= 4 ? 32 : lanes.front().bytes == 8 ? 16 : 8;
+  return double((lanes.size() + per_phase - 1) / per_phase);
+}
+
+// The lanes of a full warp, lane l at f(l).
+template <class F>
+std::vector<Access> warp(unsigned bytes, F address_of_lane, unsigned lanes = 32) {
+  std::vector<Access> v;
+  for (unsigned l = 0; l < lanes; ++l) v.push_back({std::uint64_t(address_of_lane(l)), bytes});
+  return v;
+}
+
+// ---- running kernelab -----------------------------------------------------------------------------
+
+std::string slurp(const fs::path& p) {
+  std::ifstream in(p);
+  std::stringstream s;
+  s << in.rdbuf();
+  return s.str();
+}
+
+struct Outcome {
+  int code = -1;
+  std::string out, err;
+};
+
+Outcome kernelab(const std::string& args) {
+  static const fs::path build = fs::path(KERNELAB_BINARY).parent_path();
+  const fs::path tmp = fs::temp_directory_path() / ("kernelab-profile-test-" + std::to_string(getpid()));
+  fs::create_directories(tmp);
+  const std::string cmd = "KERNELAB_SIM_CACHE='" + (build / "sim-cache").string() + "' '" KERNELAB_BINARY "' " + args + " >'" +
+                          (tmp / "out").string() + "' 2>'" + (tmp / "err").string() + "' </dev/null";
+  const int status = std::system(cmd.c_str());
+  Outcome r{WIFEXITED(status) ? WEXITSTATUS(status) : -1, slurp(tmp / "out"), slurp(tmp / "err")};
+  fs::remove_all(tmp);
+  return r;
+}
+
+const json& kernel(const json& kernels, const std::string& name) {
+  for (const json& k : kernels)
+    if (k["name"] == name) return k;
+  ADD_FAILURE() << "no kernel " << name << " in " << kernels.dump();
+  static const json none = json{{"metrics", json::object()}};
+  return none;
+}
+double m(const json& k, const std::string& metric) { return k["metrics"].value(metric, -1.0); }
+
+const std::string kLdReq = "l1tex__t_requests_pipe_lsu_mem_global_op_ld.sum";
+const std::string kLdSec = "l1tex__t_sectors_pipe_lsu_mem_global_op_ld.sum";
+const std::string kStReq = "l1tex__t_requests_pipe_lsu_mem_global_op_st.sum";
+const std::string kStSec = "l1tex__t_sectors_pipe_lsu_mem_global_op_st.sum";
+const std::string kAtomReq = "l1tex__t_requests_pipe_lsu_mem_global_op_atom.sum";
+const std::string kAtomSec = "l1tex__t_sectors_pipe_lsu_mem_global_op_atom.sum";
+const std::string kShLdWave = "l1tex__data_pipe_lsu_wavefronts_mem_shared_op_ld.sum";
+const std::string kShStWave = "l1tex__data_pipe_lsu_wavefronts_mem_shared_op_st.sum";
+const std::string kShLdConf = "l1tex__data_bank_conflicts_pipe_lsu_mem_shared_op_ld.sum";
+const std::string kShStConf = "l1tex__data_bank_conflicts_pipe_lsu_mem_shared_op_st.sum";
+const std::string kLanes = "sim__active_lanes_per_memory_inst.ratio";
+
+// ---- sim run --profile on a program it has never seen -------------------------------------------------
+
+class ProfileProgram : public ::testing::Test {
+ protected:
+  static void SetUpTestSuite() {
+    run_ = new Outcome(kernelab("sim run --profile --json '" KERNELAB_SOURCE_DIR "/tests/sim/access_patterns.cu'"));
+    ASSERT_EQ(run_->code, 0) << run_->err;
+    kernels_ = new json(json::parse(run_->out)["kernels"]);
+  }
+  static void TearDownTestSuite() { delete run_, delete kernels_; }
+  static Outcome* run_;
+  static json* kernels_;
+};
+Outcome* ProfileProgram::run_ = nullptr;
+json* ProfileProgram::kernels_ = nullptr;
+
+TEST_F(ProfileProgram, TheProgramsOwnOutputGoesToStderrAndItsChecksPass) {
+  EXPECT_NE(run_->err.find("access patterns: 0 values wrong"), std::string::npos) << run_->err;
+}
+
+TEST_F(ProfileProgram, StridedLoadsTouchOneSectorPerLaneOnceTheStrideReachesASector) {
+  for (int s : {1, 2, 8, 32}) {
+    const json& k = kernel(*kernels_, "strided_load<" + std::to_string(s) + ">");
+    EXPECT_EQ(m(k, kLdReq), 1) << s;
+    EXPECT_EQ(m(k, kLdSec), sectors(warp(4, [s](unsigned l) { return 4 * l * s; }))) << s;
+    EXPECT_EQ(m(k, kStReq), 1);
+    EXPECT_EQ(m(k, kStSec), sectors(warp(4, [](unsigned l) { return 4 * l; })));
+  }
+}
+
+TEST_F(ProfileProgram, ColumnWalkConflictsWithoutPaddingAndNotWithIt) {
+  for (int w : {32, 33}) {
+    const json& k = kernel(*kernels_, "column_walk<" + std::to_string(w) + ">");
+    double loads = 0, stores = 0, ideal = 0;
+    for (int c = 0; c < 32; ++c) {
+      const auto column = warp(4, [w, c](unsigned lane) { return 4 * (lane * w + c); });  // tile[lane][c]
+      const auto row = warp(4, [w, c](unsigned lane) { return 4 * (c * w + lane); });     // tile[c][lane]
+      loads += wavefronts(column), stores += wavefronts(row), ideal += phases(column);
+    }
+    EXPECT_EQ(m(k, kShLdWave), loads) << w;
+    EXPECT_EQ(m(k, kShStWave), stores) << w;
+    EXPECT_EQ(m(k, kShLdConf), loads - ideal) << w;
+    EXPECT_EQ(m(k, kShStConf), 0) << w;
+    EXPECT_EQ(m(k, kLdReq), 32) << "one coalesced row load per k";
+  }
+  EXPECT_EQ(m(kernel(*kernels_, "column_walk<32>"), kShLdConf), 32 * 31) << "32-way: 31 extra wavefronts a column";
+  EXPECT_EQ(m(kernel(*kernels_, "column_walk<33>"), kShLdConf), 0);
+}
+
+TEST_F(ProfileProgram, SixteenByteVectorsAreOneRequestOfSixteenSectorsAndFourConflictFreeWavefronts) {
+  const json& k = kernel(*kernels_, "vector_copy");
+  double gl = 0, sh_st = 0, sh_ld = 0, ideal = 0;
+  for (unsigned w = 0; w < 2; ++w) {
+    gl += sectors(warp(16, [w](unsigned l) { return 16 * (32 * w + l); }));
+    sh_st += wavefronts(warp(16, [w](unsigned l) { return 16 * (32 * w + l); }));
+    sh_ld += wavefronts(warp(16, [w](unsigned l) { return 16 * (63 - (32 * w + l)); }));
+    ideal += phases(warp(16, [](unsigned l) { return 16 * l; }));
+  }
+  EXPECT_EQ(m(k, kLdReq), 2);
+  EXPECT_EQ(m(k, kLdSec), gl);
+  EXPECT_EQ(m(k, kStSec), gl);
+  EXPECT_EQ(m(k, kShStWave), sh_st);
+  EXPECT_EQ(m(k, kShLdWave), sh_ld);
+  EXPECT_EQ(m(k, kShLdConf), sh_ld - ideal);
+  EXPECT_EQ(m(k, kShLdConf), 0);
+}
+
+TEST_F(ProfileProgram, BroadcastIsOneWavefrontAndOneSector) {
+  const json& k = kernel(*kernels_, "broadcast");
+  EXPECT_EQ(m(k, kShLdWave), wavefronts(warp(4, [](unsigned) { return 0; })));
+  EXPECT_EQ(m(k, kShLdConf), 0);
+  EXPECT_EQ(m(k, kLdSec), sectors(warp(4, [](unsigned) { return 0; })));
+  // s[0] by lane 0 (1), s[0] and in[0] by 32 lanes, out by 32: (1 + 32 + 32 + 32) / 4 instructions.
+  EXPECT_DOUBLE_EQ(m(k, kLanes), (1 + 32 + 32 + 32) / 4.0);
+}
+
+TEST_F(ProfileProgram, HalfActiveWarpAndDivergentBranchesCountTheirLanes) {
+  const json& k = kernel(*kernels_, "half_active");
+  EXPECT_EQ(m(k, kLdReq), 1);
+  EXPECT_EQ(m(k, kLdSec), sectors(warp(4, [](unsigned l) { return 4 * l; }, 16)));
+  EXPECT_EQ(m(k, kStReq), 3) << "out (16 lanes), odd (16), even (16)";
+  EXPECT_DOUBLE_EQ(m(k, kLanes), 16);
+}
+
+TEST_F(ProfileProgram, LanesSkippingALoopIterationsBranchAreNotInItsInstruction) {
+  const json& k = kernel(*kernels_, "divergent_loop");
+  EXPECT_EQ(m(k, kLdReq), 4) << "one load per path, 8 lanes each";
+  EXPECT_EQ(m(k, kLdSec), 4);
+  EXPECT_DOUBLE_EQ(m(k, kLanes), (4 * 8 + 32) / 5.0);
+}
+
+TEST_F(ProfileProgram, EightByteSharedAccessesRunInHalfWarpPhases) {
+  const json& k = kernel(*kernels_, "wide_shared");
+  double st = 0;
+  for (unsigned half : {0u, 1u}) st += wavefronts(warp(8, [half](unsigned l) { return 8 * (2 * l + half); }));
+  EXPECT_EQ(m(k, kShStWave), st);
+  EXPECT_EQ(m(k, kShStConf), st - 2 * 2) << "two stores, two phases each";
+  EXPECT_EQ(m(k, kShLdWave), wavefronts(warp(8, [](unsigned l) { return 8 * l; })));
+  EXPECT_EQ(m(k, kShLdConf), 0);
+}
+
+TEST_F(ProfileProgram, AtomicsAreOneRequestPerWarpInstruction) {
+  const json& k = kernel(*kernels_, "atomics");
+  EXPECT_EQ(m(k, kAtomReq), 2);
+  EXPECT_EQ(m(k, kAtomSec), sectors(warp(4, [](unsigned) { return 0; })) + sectors(warp(4, [](unsigned l) { return 4 * (l % 4); })));
+}
+
+TEST(ProfileRun, EventTimesUnderTheSimulatorAreCalledTheHostsTime) {
+  const Outcome r = kernelab("sim run '" KERNELAB_SOURCE_DIR "/tests/sim/streams_events.cu'");
+  EXPECT_EQ(r.code, 0) << r.err;
+  EXPECT_NE(r.err.find("host's time to simulate the work, not a GPU's"), std::string::npos) << r.err;
+}
+
+TEST(ProfileRun, RefusesToCombineWithTheRaceCheck) {
+  const Outcome r = kernelab("sim run --profile --race-check '" KERNELAB_SOURCE_DIR "/tests/sim/access_patterns.cu'");
+  EXPECT_EQ(r.code, 2) << r.out << r.err;
+}
+
+// ---- sim profile: the ladders' lessons ---------------------------------------------------------------
+
+json profile(const std::string& args) {
+  const Outcome r = kernelab("sim profile " + args + " --json");
+  EXPECT_EQ(r.code, 0) << r.err;
+  return r.code == 0 ? json::parse(r.out) : json{{"rungs", json::array()}};
+}
+
+json rung(const json& p, const std::string& variant) {
+  for (const json& r : p["rungs"])
+    if (r["variant"] == variant) return r;
+  ADD_FAILURE() << "no rung " << variant;
+  return json{{"kernels", json::array()}};
+}
+
+double sum(const json& r, const std::string& metric) {
+  double s = 0;
+  for (const json& k : r["kernels"]) s += m(k, metric);
+  return s;
+}
+
+TEST(SimProfile, TransposeNaiveStoresAColumnPerWarpAndTheTilesStoreRows) {
+  const json p = profile("transpose --rows 1024 --cols 1024 --dtype fp32");
+  // naive: lane l of a warp writes y[c + l][r], rows 1024 floats apart.
+  const double column = sectors(warp(4, [](unsigned l) { return 4 * 1024 * l; }));
+  const double row = sectors(warp(4, [](unsigned l) { return 4 * l; }));
+  const json naive = rung(p, "cuda_naive");
+  EXPECT_EQ(sum(naive, kStSec) / sum(naive, kStReq), column);
+  EXPECT_EQ(column, 32);
+  for (const char* v : {"cuda_smem", "cuda_padded", "cuda_swizzled"}) {
+    const json r = rung(p, v);
+    EXPECT_EQ(sum(r, kStSec) / sum(r, kStReq), row) << v;
+    EXPECT_EQ(sum(r, kLdSec) / sum(r, kLdReq), row) << v;
+    EXPECT_TRUE(r["checked"].get<bool>()) << v << ": " << r["check_failure"];
+  }
+  // The plain tile reads a column of float[32][32]; the padded one of float[32][33].
+  const auto plain = warp(4, [](unsigned l) { return 4 * 32 * l; }), padded = warp(4, [](unsigned l) { return 4 * 33 * l; });
+  const json smem = rung(p, "cuda_smem");
+  EXPECT_EQ(sum(smem, kShLdConf), (wavefronts(plain) - phases(plain)) * (1024.0 * 1024 / 32));
+  EXPECT_EQ(sum(rung(p, "cuda_padded"), kShLdConf), wavefronts(padded) - phases(padded));
+  EXPECT_EQ(sum(rung(p, "cuda_padded"), kShLdConf), 0);
+  EXPECT_EQ(sum(rung(p, "cuda_swizzled"), kShLdConf), 0);
+  const json vec = rung(p, "cuda_vectorized");
+  EXPECT_EQ(sum(vec, kLdSec) / sum(vec, kLdReq), sectors(warp(16, [](unsigned l) { return 16 * l; }))) << "16-byte loads";
+  EXPECT_EQ(sum(vec, kShLdConf) + sum(vec, kShStConf), 0) << "its note: conflict-free 16-byte shared accesses";
+  EXPECT_NEAR(naive["model_dram_over_min"].get<double>(), 1.0, 0.01) << "8 MiB fits the modelled 50 MiB L2";
+}
+
+TEST(SimProfile, BankSweepStrideKIsAGcdKWayConflict) {
+  for (int stride : {1, 2, 3, 4, 8, 32}) {
+    const json r = rung(profile("exp_smem_banks --blocks 1 --stride " + std::to_string(stride) + " --reps 4"), "cuda");
+    const double requests = 8 * 4;  // 8 warps, 4 reps
+    const auto lanes = warp(4, [stride](unsigned l) { return 4 * (l * stride % 1024); });
+    EXPECT_EQ(sum(r, kShLdConf) / requests, wavefronts(lanes) - 1) << stride;
+    EXPECT_EQ(wavefronts(lanes), std::gcd(stride, 32)) << stride;
+  }
+}
+
+TEST(SimProfile, StrideExperimentSectorsGrowWithTheStride) {
+  for (int stride : {1, 2, 4, 8, 16}) {
+    const json r = rung(profile("exp_stride --n 16384 --stride " + std::to_string(stride) + " --bytes 4"), "cuda");
+    const std::int64_t per_column = 16384 / stride;
+    double expected = 0, requests = 0;
+    for (int c = 0; c < stride; ++c)
+      for (std::int64_t first = 0; first < per_column; first += 32, ++requests)
+        expected += sectors(warp(4, [&](unsigned l) { return 4 * ((first + l) * stride + c); }));
+    EXPECT_EQ(sum(r, kLdReq), requests) << stride;
+    EXPECT_EQ(sum(r, kLdSec), expected) << stride;
+  }
+}
+
+TEST(SimProfile, DivergenceExperimentsActiveLanes) {
+  for (int paths : {1, 4, 32}) {
+    const json p = profile("exp_divergence --n 4096 --paths " + std::to_string(paths) + " --work 2");
+    // divergent: per warp x[e] (32 lanes), y[e] (32), and a[q], b[q] for each of min(paths, 32)
+    // paths with 32 / paths lanes each.
+    const double k = std::min(paths, 32);
+    EXPECT_DOUBLE_EQ(sum(rung(p, "cuda_divergent"), kLanes), (64 + 2 * k * (32 / k)) / (2 + 2 * k)) << paths;
+    EXPECT_DOUBLE_EQ(sum(rung(p, "cuda_uniform"), kLanes), 32) << paths;
+  }
+}
+
+TEST(SimProfile, SampledGridsSayByHowMuch) {
+  const json p = profile("transpose --rows 1024 --cols 1024 --variant cuda_naive --sample-blocks 64");
+  const json r = rung(p, "cuda_naive");
+  EXPECT_EQ(r["kernels"][0]["blocks_run"], 64);
+  EXPECT_EQ(r["kernels"][0]["blocks_total"], 32 * 128);
+  EXPECT_FALSE(r["checked"].get<bool>());
+  EXPECT_EQ(sum(r, kStReq), 32768) << "scaled back to the whole grid";
+}
+
+TEST(SimProfile, BadInputIsRefused) {
+  EXPECT_EQ(kernelab("sim profile no_such_op").code, 2);
+  EXPECT_EQ(kernelab("sim profile transpose --gpu no_such_gpu").code, 2);
+  EXPECT_EQ(kernelab("sim profile transpose --variant cpu_naive").code, 2) << "no CUDA rung chosen";
+}
+
+// ---- the report: every CUDA rung's memory column ---------------------------------------------------
+
+TEST(ReportProfiles, EveryCudaRungHasItsMemoryColumnAndTheTransposeLadderShowsItsLessons) {
+  std::string why;
+  auto sim = kl::make_sim_device(why);
+  ASSERT_TRUE(sim) << why;
+  const auto rows = kl::cuda_variant_rows({}, "", "/nonexistent", nullptr, sim.get());
+  std::map<std::string, const kl::RungProfileSummary*> transpose;
+  for (const kl::CudaVariantRow& r : rows) {
+    const kl::Op& op = kl::find_op(r.op);
+    if (!op.profile_cases) {
+      EXPECT_NE(r.memory.find("not profiled"), std::string::npos) << r.op;
+      continue;
+    }
+    ASSERT_FALSE(r.profiles.empty()) << r.op << " " << r.variant << ": " << r.memory;
+    EXPECT_EQ(r.memory.find("not profiled"), std::string::npos) << r.memory;
+    for (const auto& p : r.profiles) EXPECT_TRUE(p.failure.empty()) << r.op << " " << r.variant << ": " << p.failure;
+    if (r.op == "transpose") transpose[r.variant] = &r.profiles.front();
+  }
+  ASSERT_EQ(transpose.count("cuda_naive"), 1u);
+  EXPECT_EQ(transpose["cuda_naive"]->st_sectors_per_request, 32);
+  EXPECT_EQ(transpose["cuda_smem"]->st_sectors_per_request, 4);
+  EXPECT_EQ(transpose["cuda_smem"]->ld_conflicts_per_request, 31);
+  EXPECT_EQ(transpose["cuda_padded"]->ld_conflicts_per_request, 0);
+  EXPECT_EQ(transpose["cuda_swizzled"]->ld_conflicts_per_request, 0);
+}
+
+// ---- the library: the L2 model and the record format -----------------------------------------------
+
+// Each lane adds to one int of its own sector: a warp instruction touches 32 sectors.
+void touch_sectors(int* p) { atomicAdd(&p[8 * (blockIdx.x * blockDim.x + threadIdx.x)], 1); }
+
+TEST(ProfileL2, StreamingTwiceThroughAnL2HalfItsSizeMissesEveryTime) {
+  const int sectors_n = 2048;  // 64 KiB
+  int* buf = nullptr;
+  ASSERT_EQ(cudaMalloc(&buf, sectors_n * 32), cudaSuccess);
+  for (std::uint64_t l2 : {std::uint64_t(1) << 20, std::uint64_t(32) << 10}) {
+    kl::sim::profile_begin({l2, 0});
+    for (int pass = 0; pass < 2; ++pass)
+      ASSERT_EQ(kl::sim::launch(touch_sectors, dim3(sectors_n / 256), dim3(256), 0, nullptr, buf), cudaSuccess);
+    const auto launches = kl::sim::profile_end();
+    ASSERT_EQ(launches.size(), 2u);
+    EXPECT_EQ(launches[0].counts.global_atom_requests, sectors_n / 32u);
+    EXPECT_EQ(launches[0].counts.global_atom_sectors, std::uint64_t(sectors_n));
+    const bool fits = l2 >= sectors_n * 32u;
+    EXPECT_EQ(launches[0].counts.dram_read_bytes, sectors_n * 32u) << l2;
+    EXPECT_EQ(launches[1].counts.dram_read_bytes, fits ? 0u : sectors_n * 32u) << l2;
+    // Dirty sectors are written back once each by whichever launch dirtied them last.
+    EXPECT_EQ(launches[0].counts.dram_write_bytes, fits ? 0u : sectors_n * 32u) << l2;
+    EXPECT_EQ(launches[1].counts.dram_write_bytes, sectors_n * 32u) << l2;
+  }
+  cudaFree(buf);
+}
+
+TEST(ProfileL2, SampledLaunchesRunOnlyTheirFirstBlocks) {
+  int* buf = nullptr;
+  ASSERT_EQ(cudaMalloc(&buf, 64 * 256 * 32), cudaSuccess);
+  kl::sim::profile_begin({0, 3});
+  ASSERT_EQ(kl::sim::launch(touch_sectors, dim3(64), dim3(256), 0, nullptr, buf), cudaSuccess);
+  const auto launches = kl::sim::profile_end();
+  ASSERT_EQ(launches.size(), 1u);
+  EXPECT_EQ(launches[0].blocks_total, 64u);
+  EXPECT_EQ(launches[0].blocks_run, 3u);
+  EXPECT_EQ(launches[0].counts.global_atom_requests, 3u * 8);
+  cudaFree(buf);
+}
+
+TEST(ProfileRecord, ALaunchSurvivesTheTextRecordAndAWrongLineIsRefused) {
+  kl::sim::LaunchProfile p;
+  p.name = "k<1, 2>";
+  p.grid = dim3(3, 2, 1), p.block = dim3(32, 4, 1), p.smem = 96, p.blocks_total = 6, p.blocks_run = 5;
+  std::uint64_t v = 1;
+  for (auto f : kl::sim::ProfileCounts::fields()) p.counts.*f = v++ * 1000003;
+  kl::sim::LaunchProfile q;
+  ASSERT_TRUE(kl::sim::parse_profile_record(kl::sim::profile_record(p), q));
+  EXPECT_EQ(q.name, p.name);
+  EXPECT_EQ(q.grid.y, 2u);
+  EXPECT_EQ(q.block.y, 4u);
+  EXPECT_EQ(q.blocks_run, 5u);
+  for (auto f : kl::sim::ProfileCounts::fields()) EXPECT_EQ(q.counts.*f, p.counts.*f);
+  EXPECT_FALSE(kl::sim::parse_profile_record("k\t1,1", q));
+  EXPECT_FALSE(kl::sim::parse_profile_record("no tab", q));
+}
+
+TEST(ProfileMetrics, EveryMetricHasADefinitionAndTheNcuNamesAreNcus) {
+  const auto metrics = kl::sim::profile_metrics(kl::sim::ProfileCounts{});
+  ASSERT_EQ(metrics.size(), kl::sim::profile_metric_definitions().size());
+  for (const auto& d : kl::sim::profile_metric_definitions()) {
+    const std::string name = d.name;
+    EXPECT_TRUE(name.rfind("l1tex__", 0) == 0 || name.rfind("smsp__", 0) == 0 || name.rfind("sm__", 0) == 0 ||
+                name.rfind("sim__", 0) == 0 || name.rfind("model__", 0) == 0)
+        << name;
+    EXPECT_GT(std::string(d.definition).size(), 10u) << name;
+  }
+}
+
+}  // namespace
+#endif
