@@ -144,17 +144,18 @@ inline std::common_type_t<A, B> max(A a, B b) {
   else return C(a) > C(b) ? C(a) : C(b);
 }
 
-// ---- loads and stores with cache hints: plain memory accesses here --------------------------
-template <class T> inline T __ldg(const T* p) { return *p; }
-template <class T> inline T __ldcg(const T* p) { return *p; }
-template <class T> inline T __ldca(const T* p) { return *p; }
-template <class T> inline T __ldcs(const T* p) { return *p; }
-template <class T> inline T __ldlu(const T* p) { return *p; }
-template <class T> inline T __ldcv(const T* p) { return *p; }
-template <class T> inline void __stcg(T* p, T v) { *p = v; }
-template <class T> inline void __stcs(T* p, T v) { *p = v; }
-template <class T> inline void __stwb(T* p, T v) { *p = v; }
-template <class T> inline void __stwt(T* p, T v) { *p = v; }
+// ---- loads and stores with cache hints: plain memory accesses here, always inlined so that the
+// profiling build instruments them in the caller (an out-of-line copy could be the plain build's)
+template <class T> [[gnu::always_inline]] inline T __ldg(const T* p) { return *p; }
+template <class T> [[gnu::always_inline]] inline T __ldcg(const T* p) { return *p; }
+template <class T> [[gnu::always_inline]] inline T __ldca(const T* p) { return *p; }
+template <class T> [[gnu::always_inline]] inline T __ldcs(const T* p) { return *p; }
+template <class T> [[gnu::always_inline]] inline T __ldlu(const T* p) { return *p; }
+template <class T> [[gnu::always_inline]] inline T __ldcv(const T* p) { return *p; }
+template <class T> [[gnu::always_inline]] inline void __stcg(T* p, T v) { *p = v; }
+template <class T> [[gnu::always_inline]] inline void __stcs(T* p, T v) { *p = v; }
+template <class T> [[gnu::always_inline]] inline void __stwb(T* p, T v) { *p = v; }
+template <class T> [[gnu::always_inline]] inline void __stwt(T* p, T v) { *p = v; }
 
 inline long long clock64() {
   return std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::steady_clock::now().time_since_epoch()).count();
