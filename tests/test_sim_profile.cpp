@@ -19,6 +19,7 @@
 #include <sstream>
 
 #include "bench/devices.h"
+#include "cuda/ptx.h"
 #include "report/cuda_variants.h"
 #include "sim/profile.h"
 
@@ -384,6 +385,52 @@ TEST(ProfileL2, StreamingTwiceThroughAnL2HalfItsSizeMissesEveryTime) {
     EXPECT_EQ(launches[1].counts.dram_write_bytes, sectors_n * 32u) << l2;
   }
   cudaFree(buf);
+}
+
+// The PTX twins count themselves: one warp's cp.async of 16 bytes a lane, ldmatrix .x4 from rows
+// 16 bytes apart (conflict-free) and 128 bytes apart (every row of a phase on the same 4 banks),
+// and one mma.sync m16n8k16.
+__global__ void twins(const uint4* src, float* out) {
+  alignas(16) __shared__ unsigned char tile[32 * 128];
+  const unsigned lane = threadIdx.x;
+  for (unsigned i = lane; i < sizeof tile; i += 32) tile[i] = 0;
+  __syncthreads();
+  kl::ptx::cp_async_16(tile + 16 * lane, src + lane);
+  kl::ptx::cp_async_wait_all();
+  __syncthreads();
+  uint32_t a[4], b[4];
+  kl::ptx::ldmatrix_x4(a, tile + 16 * lane);
+  kl::ptx::ldmatrix_x4(b, tile + 128 * lane);
+  float d[4] = {};
+  const uint32_t bb[2] = {b[0], b[1]};
+  kl::ptx::mma_m16n8k16_f16_f32(d, a, bb, d);
+  out[lane] = d[0];
+}
+
+TEST(ProfileTwins, CpAsyncLdmatrixAndMmaCountThemselvesWithTheirBytesAndFlops) {
+  uint4* src = nullptr;
+  float* out = nullptr;
+  ASSERT_EQ(cudaMalloc(&src, 32 * sizeof(uint4)), cudaSuccess);
+  ASSERT_EQ(cudaMalloc(&out, 32 * sizeof(float)), cudaSuccess);
+  ASSERT_EQ(cudaMemset(src, 0, 32 * sizeof(uint4)), cudaSuccess);
+  kl::sim::profile_begin({0, 0});
+  ASSERT_EQ(kl::sim::launch(twins, dim3(1), dim3(32), 0, nullptr, src, out), cudaSuccess);
+  const auto launches = kl::sim::profile_end();
+  ASSERT_EQ(launches.size(), 1u);
+  const kl::sim::ProfileCounts& c = launches[0].counts;
+  EXPECT_EQ(c.ldgsts_requests, 1u);
+  EXPECT_EQ(c.ldgsts_sectors, std::uint64_t(sectors(warp(16, [](unsigned l) { return 16 * l; }))));
+  EXPECT_EQ(c.ldgsts_bytes, 32u * 16);
+  EXPECT_EQ(c.ldsm_requests, 2u);
+  EXPECT_EQ(c.ldsm_bytes, 2u * 32 * 16);
+  const double packed = wavefronts(warp(16, [](unsigned l) { return 16 * l; })),
+               strided = wavefronts(warp(16, [](unsigned l) { return 128 * l; }));
+  EXPECT_EQ(c.ldsm_wavefronts, std::uint64_t(packed + strided));
+  EXPECT_EQ(c.ldsm_wavefronts - c.ldsm_ideal, std::uint64_t(packed + strided - 2 * 4));
+  EXPECT_EQ(packed, 4) << "four conflict-free 8-row phases";
+  EXPECT_EQ(c.mma_f16, 1u);
+  EXPECT_EQ(c.tensor_flops, 2u * 16 * 8 * 16);
+  cudaFree(src), cudaFree(out);
 }
 
 TEST(ProfileL2, SampledLaunchesRunOnlyTheirFirstBlocks) {

@@ -22,14 +22,14 @@ struct ProfileCounts {
   std::uint64_t global_ld_requests = 0, global_ld_sectors = 0;
   std::uint64_t global_st_requests = 0, global_st_sectors = 0;
   std::uint64_t global_atom_requests = 0, global_atom_sectors = 0;
-  std::uint64_t ldgsts_requests = 0, ldgsts_sectors = 0;  // cp.async, global side
+  std::uint64_t ldgsts_requests = 0, ldgsts_sectors = 0, ldgsts_bytes = 0;  // cp.async, global side
   std::uint64_t global_lines = 0;  // distinct 128-byte lines of every global request, summed (L1's passes)
   // Shared memory: wavefronts are the passes the 32 banks need; ideal is one per phase with an
   // active lane (a phase: the whole warp for <= 32-bit accesses, half for 64-bit, a quarter for 128-bit).
   std::uint64_t shared_ld_requests = 0, shared_ld_wavefronts = 0, shared_ld_ideal = 0;
   std::uint64_t shared_st_requests = 0, shared_st_wavefronts = 0, shared_st_ideal = 0;
   std::uint64_t shared_atom_requests = 0;
-  std::uint64_t ldsm_requests = 0, ldsm_wavefronts = 0, ldsm_ideal = 0;  // ldmatrix
+  std::uint64_t ldsm_requests = 0, ldsm_wavefronts = 0, ldsm_ideal = 0, ldsm_bytes = 0;  // ldmatrix
   // Active lanes summed over the global and shared memory instructions (divergence).
   std::uint64_t memory_lanes = 0;
   std::uint64_t mma_f16 = 0, mma_s8 = 0, mma_f8 = 0;  // warp-level mma.sync instructions

@@ -251,7 +251,10 @@ void count_instruction(Session& s, const Event* e, const Event* end, std::vector
     case Kind::mma_f16: ++c.mma_f16, c.tensor_flops += 2 * 16 * 8 * 16; return;
     case Kind::mma_s8: ++c.mma_s8, c.tensor_flops += 2 * 16 * 8 * 32; return;
     case Kind::mma_f8: ++c.mma_f8, c.tensor_flops += 2 * 16 * 8 * 32; return;
-    case Kind::ldsm: ++c.ldsm_requests, wavefronts_of(e, end, c.ldsm_wavefronts, c.ldsm_ideal); return;
+    case Kind::ldsm:
+      ++c.ldsm_requests, wavefronts_of(e, end, c.ldsm_wavefronts, c.ldsm_ideal);
+      for (const Event* x = e; x != end; ++x) c.ldsm_bytes += x->bytes;
+      return;
     default: break;
   }
   c.memory_lanes += lanes;
@@ -269,7 +272,10 @@ void count_instruction(Session& s, const Event* e, const Event* end, std::vector
     case Kind::ld: ++c.global_ld_requests, c.global_ld_sectors += sectors; break;
     case Kind::st: ++c.global_st_requests, c.global_st_sectors += sectors; break;
     case Kind::atom: ++c.global_atom_requests, c.global_atom_sectors += sectors; break;
-    case Kind::ldgsts: ++c.ldgsts_requests, c.ldgsts_sectors += sectors; break;
+    case Kind::ldgsts:
+      ++c.ldgsts_requests, c.ldgsts_sectors += sectors;
+      for (const Event* x = e; x != end; ++x) c.ldgsts_bytes += x->bytes;
+      break;
     default: break;
   }
   if (!s.l2.enabled()) return;
@@ -458,7 +464,7 @@ const std::vector<std::uint64_t ProfileCounts::*>& ProfileCounts::fields() {
       &C::shared_st_wavefronts, &C::shared_st_ideal,  &C::shared_atom_requests, &C::ldsm_requests,
       &C::ldsm_wavefronts,    &C::ldsm_ideal,         &C::memory_lanes,         &C::mma_f16,
       &C::mma_s8,             &C::mma_f8,             &C::tensor_flops,         &C::dram_read_bytes,
-      &C::dram_write_bytes,   &C::global_lines};
+      &C::dram_write_bytes,   &C::global_lines,       &C::ldgsts_bytes,         &C::ldsm_bytes};
   return f;
 }
 
@@ -552,12 +558,14 @@ const std::vector<MetricDefinition>& profile_metric_definitions() {
       {"l1tex__t_sectors_pipe_lsu_mem_global_op_atom.sum", "sectors of the global atomics"},
       {"l1tex__t_requests_pipe_lsu_mem_global_op_ldgsts.sum", "cp.async instructions (LDGSTS), global side"},
       {"l1tex__t_sectors_pipe_lsu_mem_global_op_ldgsts.sum", "sectors the cp.async instructions read"},
+      {"sim__ldgsts_bytes.sum", "bytes the cp.async instructions copy"},
       {"l1tex__data_pipe_lsu_wavefronts_mem_shared_op_ld.sum", "shared-memory load wavefronts: per phase, the most distinct 4-byte words one bank serves"},
       {"l1tex__data_pipe_lsu_wavefronts_mem_shared_op_st.sum", "shared-memory store wavefronts"},
       {"l1tex__data_bank_conflicts_pipe_lsu_mem_shared_op_ld.sum", "load wavefronts beyond one per active phase"},
       {"l1tex__data_bank_conflicts_pipe_lsu_mem_shared_op_st.sum", "store wavefronts beyond one per active phase"},
       {"smsp__inst_executed_op_shared_atom.sum", "shared-memory atomic instructions"},
       {"smsp__inst_executed_op_ldsm.sum", "ldmatrix instructions"},
+      {"sim__ldsm_bytes.sum", "bytes the ldmatrix instructions read (16 per row address)"},
       {"sim__ldsm_bank_conflicts.sum", "ldmatrix wavefronts beyond one per 8-row phase"},
       {"sm__inst_executed_pipe_tensor_op_hmma.sum", "mma.sync f16/bf16 instructions (warp-level)"},
       {"sm__inst_executed_pipe_tensor_op_imma.sum", "mma.sync s8 instructions"},
@@ -586,12 +594,14 @@ std::vector<Metric> profile_metrics(const ProfileCounts& c, double k) {
       k * double(c.global_atom_sectors),
       k * double(c.ldgsts_requests),
       k * double(c.ldgsts_sectors),
+      k * double(c.ldgsts_bytes),
       k * double(c.shared_ld_wavefronts),
       k * double(c.shared_st_wavefronts),
       k * conflicts_ld,
       k * conflicts_st,
       k * double(c.shared_atom_requests),
       k * double(c.ldsm_requests),
+      k * double(c.ldsm_bytes),
       k * double(c.ldsm_wavefronts - c.ldsm_ideal),
       k * double(c.mma_f16),
       k * double(c.mma_s8),
