@@ -99,13 +99,34 @@ TEST(SimRun, RaceFreeProgramsPassTheRaceCheck) {
   EXPECT_THAT(r.err, Not(HasSubstr("race")));
 }
 
+// Before: NULL for a pointer parameter did not convert, cudaMallocPitch/cudaMemcpy2D(Async)/
+// cudaMemset2D were missing, and a __forceinline__ function passed by pointer did not compile.
+TEST(SimRun, NullArgumentsPitchedCopiesAndAForceinlineOperatorByPointer) {
+  const SimResult r = sim_run(program("runtime_calls.cu"));
+  EXPECT_EQ(r.code, 0) << r.err;
+  EXPECT_THAT(r.out, HasSubstr("runtime calls: pitch 512, 0 values wrong (no error)"));
+}
+
 TEST(SimRun, PlantedDeadlockAlwaysFails) {
   const SimResult r = sim_run(program("deadlock.cu"));
   EXPECT_EQ(r.code, 1);
-  EXPECT_THAT(r.err, HasSubstr("deadlock in kernel 'normalize' block (3,0,0): thread (232,0,0) exited while 232 threads "
-                               "wait at __syncthreads() at "));
-  EXPECT_THAT(r.err, HasSubstr("deadlock.cu:14"));
+  EXPECT_THAT(r.err, HasSubstr("deadlock in kernel 'normalize' block ("));
+  EXPECT_THAT(r.err, HasSubstr("): threads wait at different barriers: thread (0,0,0) at __syncthreads() at "));
+  EXPECT_THAT(r.err, HasSubstr("deadlock.cu:15"));
+  EXPECT_THAT(r.err, HasSubstr("deadlock.cu:17"));
   EXPECT_THAT(r.out, HasSubstr("normalize: unspecified launch failure")) << "the program sees the error, as on a GPU";
+}
+
+// Before: "thread (232,0,0) exited while 232 threads wait at __syncthreads()", and the shuffle's
+// exited lanes a deadlock too; CUDA allows both. -v says where the program relies on it.
+TEST(SimRun, ExitedThreadsAtBarriersAndShufflesAsCudaAllows) {
+  SimResult r = sim_run(program("early_exit.cu"));
+  EXPECT_EQ(r.code, 0) << r.err;
+  EXPECT_THAT(r.out, HasSubstr("normalize with early exits: 0 values wrong (no error)"));
+  EXPECT_THAT(r.err, Not(HasSubstr("note:")));
+  r = sim_run("-v " + program("early_exit.cu"));
+  EXPECT_EQ(r.code, 0) << r.err;
+  EXPECT_THAT(r.err, HasSubstr("kernelab sim: note: kernel 'normalize': "));
 }
 
 TEST(SimRun, PlantedOutOfBoundsAccessesUnderMemcheck) {
@@ -199,10 +220,10 @@ TEST(SimRun, CompileErrorsPointAtTheUsersLineAndExit2) {
 }
 
 TEST(SimRun, UnsimulatedRuntimeCallsAreNamed) {
-  const TempProgram p("int main() { void* p; size_t pitch; return cudaMallocPitch(&p, &pitch, 16, 16); }\n");
+  const TempProgram p("int main() { cudaPitchedPtr p; return cudaMalloc3D(&p, make_cudaExtent(16, 16, 16)); }\n");
   const SimResult r = sim_run(p.arg());
   EXPECT_EQ(r.code, 2);
-  EXPECT_THAT(r.err, HasSubstr("the simulator does not implement cudaMallocPitch"));
+  EXPECT_THAT(r.err, HasSubstr("the simulator does not implement cudaMalloc3D"));
 }
 
 TEST(SimBench, ReportsCostsPerThreadBarrierAndShuffle) {

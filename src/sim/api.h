@@ -22,6 +22,12 @@ cudaError_t kl_sim_cudaFree(void* ptr);
 cudaError_t kl_sim_cudaFreeHost(void* ptr);
 cudaError_t kl_sim_cudaMemcpy(void* dst, const void* src, size_t bytes, cudaMemcpyKind kind);
 cudaError_t kl_sim_cudaMemcpyAsync(void* dst, const void* src, size_t bytes, cudaMemcpyKind kind, cudaStream_t stream = 0);
+cudaError_t kl_sim_cudaMemcpy2D(void* dst, size_t dpitch, const void* src, size_t spitch, size_t width, size_t height,
+                                cudaMemcpyKind kind);
+cudaError_t kl_sim_cudaMemcpy2DAsync(void* dst, size_t dpitch, const void* src, size_t spitch, size_t width, size_t height,
+                                     cudaMemcpyKind kind, cudaStream_t stream = 0);
+cudaError_t kl_sim_cudaMemset2D(void* dst, size_t pitch, int value, size_t width, size_t height);
+cudaError_t kl_sim_cudaMallocPitch(void** ptr, size_t* pitch, size_t width, size_t height);
 cudaError_t kl_sim_cudaMemset(void* dst, int value, size_t bytes);
 cudaError_t kl_sim_cudaMemsetAsync(void* dst, int value, size_t bytes, cudaStream_t stream = 0);
 cudaError_t kl_sim_cudaMemGetInfo(size_t* free_bytes, size_t* total_bytes);
@@ -113,6 +119,10 @@ cudaError_t kl_sim_cudaGetSymbolAddress(void** ptr, const T& symbol) {
 #define cudaFreeHost kl_sim_cudaFreeHost
 #define cudaMemcpy kl_sim_cudaMemcpy
 #define cudaMemcpyAsync kl_sim_cudaMemcpyAsync
+#define cudaMemcpy2D kl_sim_cudaMemcpy2D
+#define cudaMemcpy2DAsync kl_sim_cudaMemcpy2DAsync
+#define cudaMemset2D kl_sim_cudaMemset2D
+#define cudaMallocPitch kl_sim_cudaMallocPitch
 #define cudaMemset kl_sim_cudaMemset
 #define cudaMemsetAsync kl_sim_cudaMemsetAsync
 #define cudaMemGetInfo kl_sim_cudaMemGetInfo

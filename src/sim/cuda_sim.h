@@ -54,7 +54,7 @@
 #define __constant__
 #define __managed__
 #define __grid_constant__
-#define __forceinline__ inline __attribute__((always_inline))
+#define __forceinline__ inline  // not always_inline: a __forceinline__ function may be passed by pointer
 #define __noinline__ __attribute__((noinline))
 #define __launch_bounds__(...)
 

@@ -123,6 +123,14 @@ template <class T>
 T implicit(T v) {  // copy-initialisation: the conversions a CUDA launch allows, no more
   return v;
 }
+// NULL (GCC's __null, an integer once forwarded) for a pointer parameter: a null pointer, as nvcc takes it.
+template <class T, class A>
+T launch_argument(A&& a) {
+  if constexpr (std::is_pointer_v<T> && std::is_integral_v<std::remove_cvref_t<A>>)
+    return a == 0 ? nullptr : reinterpret_cast<T>(static_cast<std::uintptr_t>(a));
+  else
+    return implicit<T>(std::forward<A>(a));
+}
 
 template <class... P>
 constexpr unsigned count_pointer_params() {
@@ -154,7 +162,7 @@ cudaError_t launch_named(const char* name, void (*kernel)(P...), dim3 grid, dim3
     std::tuple<std::decay_t<P>...> params;
   };
   // Owned: a stream being captured into a CUDA Graph keeps the launch to replay it.
-  auto c = std::make_shared<Closure>(Closure{kernel, {detail::implicit<std::decay_t<P>>(std::forward<A>(args))...}});
+  auto c = std::make_shared<Closure>(Closure{kernel, {detail::launch_argument<std::decay_t<P>>(std::forward<A>(args))...}});
   auto go = [c, name, grid, block, smem](cudaStream_t on) {
     constexpr unsigned n_ptr = detail::count_pointer_params<P...>();
     detail::PointerArg ptrs[n_ptr == 0 ? 1 : n_ptr];

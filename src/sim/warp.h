@@ -26,9 +26,11 @@ inline constexpr std::size_t kSlotBytes = 128;  // the most one lane can deposit
 // Switch points, implemented by the scheduler. block_barrier returns the count/and/or result.
 int block_barrier(BarrierOp op, int pred, const Site& where);
 // Deposits this lane's `bytes` bytes; returns the 32 lanes' deposits (stride kSlotBytes),
-// valid until this lane's next collective. Lanes outside `mask` hold stale bytes.
+// valid until this lane's next collective, and in `took_part` the lanes that did: those of
+// `mask` less the exited ones (CUDA: "all non-exited threads named in mask"), except for the
+// PTX twins' exchange, whose .aligned instructions need every lane. Other lanes hold stale bytes.
 const unsigned char* warp_collective(WarpOp op, unsigned mask, const void* mine, std::size_t bytes, const char* what,
-                                     const Site& where);
+                                     const Site& where, unsigned* took_part = nullptr);
 unsigned active_mask(const Site& where);
 void yield_thread();                                  // __nanosleep: let the other threads run
 [[noreturn]] void fault(const char* what, const Site& where);  // fails the launch naming this thread
@@ -36,12 +38,13 @@ void yield_thread();                                  // __nanosleep: let the ot
 inline unsigned thread_rank() { return threadIdx.x + blockDim.x * (threadIdx.y + blockDim.y * threadIdx.z); }
 inline unsigned lane() { return thread_rank() & 31u; }
 
+// `mask` becomes the lanes that took part: an exited lane votes nothing and shuffles nothing.
 template <class T>
-const unsigned char* deposit(WarpOp op, unsigned mask, const T& v, const char* what, const Site& where) {
+const unsigned char* deposit(WarpOp op, unsigned& mask, const T& v, const char* what, const Site& where) {
   // Bitwise copies, as registers are (__half2 has a user-written assignment, yet is plain bits).
   static_assert(std::is_trivially_destructible_v<T>, "a warp collective exchanges plain values");
   static_assert(sizeof(T) <= kSlotBytes, "a warp collective exchanges at most kSlotBytes per lane");
-  return warp_collective(op, mask, static_cast<const void*>(&v), sizeof(T), what, where);
+  return warp_collective(op, mask, static_cast<const void*>(&v), sizeof(T), what, where, &mask);
 }
 
 template <class T>

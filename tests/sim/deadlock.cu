@@ -1,6 +1,7 @@
-// A planted deadlock: threads past the end of the data return early, so the last block's
-// other threads wait at a __syncthreads() those threads never reach. (On a GPU this is
-// undefined behaviour that may hang or silently go wrong; the simulator reports it.)
+// A planted deadlock: the first warp waits at one __syncthreads() and the others at another,
+// the block's reduction split by a branch that does not evaluate the same across the block.
+// (CUDA: "__syncthreads() is allowed in conditional code but only if the conditional evaluates
+// identically across the entire thread block, otherwise the code execution is likely to hang".)
 #include <cuda_runtime.h>
 
 #include <cstdio>
@@ -9,12 +10,15 @@
 __global__ void normalize(float* x, int n) {
   __shared__ float total;
   const int i = blockIdx.x * blockDim.x + threadIdx.x;
-  if (i >= n) return;  // BUG: these threads skip the barriers below
   if (threadIdx.x == 0) total = 0.0f;
+  if (threadIdx.x < 32) {
+    __syncthreads();
+  } else {
+    __syncthreads();  // BUG: a different barrier than the first warp's
+  }
+  if (i < n) atomicAdd(&total, x[i]);
   __syncthreads();
-  atomicAdd(&total, x[i]);
-  __syncthreads();
-  x[i] /= total;
+  if (i < n) x[i] /= total;
 }
 
 int main() {

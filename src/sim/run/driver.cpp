@@ -280,6 +280,7 @@ int run_program(const RunRequest& r, std::vector<LaunchProfile>* profile) {
   sigaction(SIGINT, &ignore, &old_int), sigaction(SIGQUIT, &ignore, &old_quit);
   setenv("KERNELAB_SIM_FINDINGS", findings_path, 1);
   if (r.race_check) setenv("KERNELAB_SIM_RACE_CHECK", "1", 1);
+  if (r.verbose) setenv("KERNELAB_SIM_NOTES", "1", 1);  // what the program relies on that CUDA allows
   char profile_path[] = "/tmp/kernelab-sim-profile-XXXXXX";
   if (r.profile) {
     const int pfd = mkstemp(profile_path);

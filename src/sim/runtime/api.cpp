@@ -224,6 +224,36 @@ cudaError_t kl_sim_cudaMemcpyAsync(void* dst, const void* src, size_t bytes, cud
   if (capturing(s)) return capture(s, [=](cudaStream_t) { return kl_sim_cudaMemcpy(dst, src, bytes, kind); });
   return kl_sim_cudaMemcpy(dst, src, bytes, kind);
 }
+// Rows of `width` bytes, `height` of them, each a pitch apart: row by row, with the checks of cudaMemcpy.
+cudaError_t kl_sim_cudaMemcpy2D(void* dst, size_t dpitch, const void* src, size_t spitch, size_t width, size_t height,
+                                cudaMemcpyKind kind) {
+  if (width > dpitch || width > spitch) return fail(cudaErrorInvalidPitchValue, "cudaMemcpy2D", "width is larger than a pitch");
+  for (size_t r = 0; r < height; ++r)
+    if (const cudaError_t e = kl_sim_cudaMemcpy(static_cast<char*>(dst) + r * dpitch, static_cast<const char*>(src) + r * spitch,
+                                                width, kind);
+        e != cudaSuccess)
+      return e;
+  return cudaSuccess;
+}
+cudaError_t kl_sim_cudaMemcpy2DAsync(void* dst, size_t dpitch, const void* src, size_t spitch, size_t width, size_t height,
+                                     cudaMemcpyKind kind, cudaStream_t s) {
+  if (!stream_is_valid(s)) return fail(cudaErrorInvalidResourceHandle, "cudaMemcpy2DAsync", "invalid stream");
+  if (capturing(s))
+    return capture(s, [=](cudaStream_t) { return kl_sim_cudaMemcpy2D(dst, dpitch, src, spitch, width, height, kind); });
+  return kl_sim_cudaMemcpy2D(dst, dpitch, src, spitch, width, height, kind);
+}
+cudaError_t kl_sim_cudaMemset2D(void* dst, size_t pitch, int value, size_t width, size_t height) {
+  if (width > pitch) return fail(cudaErrorInvalidPitchValue, "cudaMemset2D", "width is larger than the pitch");
+  for (size_t r = 0; r < height; ++r)
+    if (const cudaError_t e = kl_sim_cudaMemset(static_cast<char*>(dst) + r * pitch, value, width); e != cudaSuccess) return e;
+  return cudaSuccess;
+}
+// Rows padded to a multiple of 512 bytes (what the GPU's texture alignment would ask).
+cudaError_t kl_sim_cudaMallocPitch(void** ptr, size_t* pitch, size_t width, size_t height) {
+  if (!pitch) return fail(cudaErrorInvalidValue, "cudaMallocPitch", "a null pitch");
+  *pitch = (width + 511) / 512 * 512;
+  return kl_sim_cudaMalloc(ptr, *pitch * height);
+}
 cudaError_t kl_sim_cudaMemset(void* dst, int value, size_t bytes) {
   if (const cudaError_t e = sync_point(); e != cudaSuccess) return e;
   if (bytes == 0) return cudaSuccess;

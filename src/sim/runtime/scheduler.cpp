@@ -9,6 +9,8 @@
 #include <cstdlib>
 #include <cstring>
 #include <exception>
+#include <mutex>
+#include <set>
 #include <string>
 
 #include "sim/runtime/internal.h"
@@ -99,11 +101,28 @@ std::string lane_text(const SimThread& t) {
          std::to_string(t.index % 32) + ")";
 }
 
+// What a program relies on that CUDA allows but a reader may not expect: said once per kernel and site,
+// on stderr when KERNELAB_SIM_NOTES is set (`sim run -v`).
+void note_once(Launch& L, const Site& where, const std::string& what) {
+  static std::mutex m;
+  static std::set<std::string> said;
+  if (!std::getenv("KERNELAB_SIM_NOTES")) return;
+  std::lock_guard lock(m);
+  if (!said.insert(L.name + " " + site_text(where)).second) return;
+  std::fprintf(stderr, "kernelab sim: note: kernel '%s': %s\n", L.name.c_str(), what.c_str());
+}
+
+void note_exited_lanes(Worker& w, const SimThread& t) {
+  note_once(*w.launch, t.where, std::string(t.what) + " at " + site_text(t.where) + " with mask " + hex(t.mask) +
+                           " names lanes that have exited: they take no part, as CUDA specifies");
+}
+
 // Lanes of the warp starting at `first` that a collective with `mask` waits for: those that
-// exist, less the exited ones for __syncwarp (CUDA: "all non-exited threads named in mask").
+// exist, less the exited ones (CUDA: "all non-exited threads named in mask" execute it), but
+// for the PTX twins' exchange: their .sync.aligned instructions need every lane of the mask.
 unsigned awaited(const Worker& w, unsigned first, unsigned count, unsigned mask, WarpOp op) {
   unsigned m = count >= 32 ? mask : mask & ((1u << count) - 1u);
-  if (op == WarpOp::syncwarp)
+  if (op != WarpOp::exchange)
     for (unsigned l = 0; l < count; ++l)
       if (w.threads[first + l].wait == Wait::exited) m &= ~(1u << l);
   return m;
@@ -126,10 +145,13 @@ int complete_collectives(Worker& w, unsigned first, unsigned count) {
     for (unsigned j = 0; j < count && all_here; ++j)
       if (m >> j & 1u) all_here = same_collective(t, w.threads[first + j]);
     if (!all_here) continue;
+    const unsigned named = count >= 32 ? t.mask : t.mask & ((1u << count) - 1u);
+    if (m != named) note_exited_lanes(w, t);
     for (unsigned j = 0; j < count; ++j) {
       if (!(m >> j & 1u)) continue;
       std::memcpy(slots.result[j], slots.deposit[j], w.threads[first + j].bytes);
       w.threads[first + j].wait = Wait::ready;
+      w.threads[first + j].value = int(m);
     }
     ++done;
   }
@@ -230,14 +252,13 @@ int release_barrier(Worker& w, Launch& L) {
                            site_text(elsewhere->where));
     return -1;
   }
-  if (gone) {
-    L.fail("deadlock", head + "thread " + dim_text(gone->tid) + " exited while " + std::to_string(waiting) +
-                           " threads wait at " + barrier_name(at->bop) + " at " + site_text(at->where) +
-                           " (a return before a barrier that not all threads skip?)");
-    return -1;
-  }
+  if (gone)  // since Volta a block barrier waits for the threads that have not exited only
+    note_once(L, at->where, "thread " + dim_text(gone->tid) + " exited before " + barrier_name(at->bop) + " at " + site_text(at->where) +
+                     ", where " + std::to_string(waiting) +
+                     " threads wait: released without it, as GPUs since Volta do (older GPUs may hang)");
   const int result = at->bop == BarrierOp::count ? int(count) : at->bop == BarrierOp::all ? all : any;
-  for (unsigned i = 0; i < L.threads; ++i) w.threads[i].wait = Wait::ready, w.threads[i].value = result;
+  for (unsigned i = 0; i < L.threads; ++i)
+    if (w.threads[i].wait != Wait::exited) w.threads[i].wait = Wait::ready, w.threads[i].value = result;
   return 1;
 }
 
@@ -326,7 +347,7 @@ int block_barrier(BarrierOp op, int pred, const Site& where) {
 }
 
 const unsigned char* warp_collective(WarpOp op, unsigned mask, const void* mine, std::size_t bytes, const char* what,
-                                     const Site& where) {
+                                     const Site& where, unsigned* took_part) {
   SimThread& me = self(what, where);
   Worker& w = *tls_worker;
   const unsigned lane = me.index % 32;
@@ -338,6 +359,7 @@ const unsigned char* warp_collective(WarpOp op, unsigned mask, const void* mine,
   WarpSlots& slots = w.warps[me.index / 32];
   if (bytes) std::memcpy(slots.deposit[lane], mine, bytes);
   to_scheduler(w, me, false);
+  if (took_part) *took_part = unsigned(me.value);
   return &slots.result[0][0];
 }
 
