@@ -19,19 +19,24 @@ using ::testing::Not;
 std::string rw(const std::string& src) { return kl::sim::rewrite_cuda(src, "prog.cu"); }
 
 TEST(SimRewrite, PlainLaunchesGetDefaultsForSharedMemoryAndStream) {
-  EXPECT_EQ(rw("k<<<g, b>>>(x, y);"), "#line 1 \"prog.cu\"\n::kl::sim::launch_named(\"k\", k, g, b, 0, 0, x, y);");
-  EXPECT_THAT(rw("k<<<1, 2, smem>>>();"), HasSubstr("launch_named(\"k\", k, 1, 2, smem, 0)"));
-  EXPECT_THAT(rw("ns::k <<< 1, 2, 0, s >>> (a);"), HasSubstr("launch_named(\"ns::k\", ns::k, 1, 2, 0, s, a)"));
+  EXPECT_EQ(rw("k<<<g, b>>>(x, y);"), "#line 1 \"prog.cu\"\n::kl::sim::launch_any(\"k\", KL_SIM_KERNEL(k), g, b, 0, 0, x, y);");
+  EXPECT_THAT(rw("k<<<1, 2, smem>>>();"), HasSubstr("launch_any(\"k\", KL_SIM_KERNEL(k), 1, 2, smem, 0)"));
+  EXPECT_THAT(rw("ns::k <<< 1, 2, 0, s >>> (a);"), HasSubstr("launch_any(\"ns::k\", KL_SIM_KERNEL(ns::k), 1, 2, 0, s, a)"));
 }
 
 TEST(SimRewrite, TemplatedKernelsAndNestedBrackets) {
   EXPECT_THAT(rw("block_sum<256, float><<<blocks, 256>>>(in, out, n);"),
-              HasSubstr("launch_named(\"block_sum<256, float>\", block_sum<256, float>, blocks, 256, 0, 0, in, out, n)"));
+              HasSubstr("launch_any(\"block_sum<256, float>\", KL_SIM_KERNEL(block_sum<256, float>), blocks, 256, 0, 0, in, out, n)"));
   EXPECT_THAT(rw("k<T, std::array<int, 2>><<<dim3((n + 255) / 256, f(a, b)), std::min<int>(n, 256), s(x, y)>>>(p, q);"),
-              HasSubstr("launch_named(\"k<T, std::array<int, 2>>\", k<T, std::array<int, 2>>, dim3((n + 255) / 256, f(a, b)), "
+              HasSubstr("launch_any(\"k<T, std::array<int, 2>>\", KL_SIM_KERNEL(k<T, std::array<int, 2>>), dim3((n + 255) / 256, f(a, b)), "
                         "std::min<int>(n, 256), s(x, y), 0, p, q)"));
-  EXPECT_THAT(rw("k<<<a < b ? 1 : 2, 32>>>(v);"), HasSubstr("launch_named(\"k\", k, a < b ? 1 : 2, 32, 0, 0, v)"));
-  EXPECT_THAT(rw("k<<<1, 1>>>(f(a, g<<1), s[\"<<<\"]);"), HasSubstr("launch_named(\"k\", k, 1, 1, 0, 0, f(a, g<<1), s[\"<<<\"])"));
+  EXPECT_THAT(rw("k<<<a < b ? 1 : 2, 32>>>(v);"), HasSubstr("launch_any(\"k\", KL_SIM_KERNEL(k), a < b ? 1 : 2, 32, 0, 0, v)"));
+  EXPECT_THAT(rw("k<<<1, 1>>>(f(a, g<<1), s[\"<<<\"]);"), HasSubstr("launch_any(\"k\", KL_SIM_KERNEL(k), 1, 1, 0, 0, f(a, g<<1), s[\"<<<\"])"));
+}
+
+TEST(SimRewrite, ALoneNullArgumentBecomesNullptr) {
+  EXPECT_THAT(rw("k<<<1, 1>>>(NULL, n, f(NULL), NULL_X,\n NULL );"),
+              HasSubstr("KL_SIM_KERNEL(k), 1, 1, 0, 0, nullptr, n, f(NULL), NULL_X,\n nullptr )"));
 }
 
 TEST(SimRewrite, LiteralsAndCommentsAreLeftAlone) {

@@ -107,6 +107,18 @@ TEST(SimRun, NullArgumentsPitchedCopiesAndAForceinlineOperatorByPointer) {
   EXPECT_THAT(r.out, HasSubstr("runtime calls: pitch 512, 0 values wrong (no error)"));
 }
 
+// Before: "no matches converting function 'scale' to type 'void (*)()'": the launch needed an
+// address, which a template deduced from the arguments or an overload set does not have.
+TEST(SimRun, TemplateKernelsDeducedFromTheArgumentsAndKernelsOverloadedWithHostFunctions) {
+  const SimResult r = sim_run(program("deduced_kernels.cu"));
+  EXPECT_EQ(r.code, 0) << r.err;
+  EXPECT_THAT(r.out, HasSubstr("deduced kernels: 0 values wrong (no error)"));
+  const SimResult p = sim_run("--profile --json " + program("deduced_kernels.cu"));
+  EXPECT_EQ(p.code, 0) << p.err;
+  EXPECT_THAT(p.out, HasSubstr("\"name\": \"scale\""));
+  EXPECT_THAT(p.out, HasSubstr("\"name\": \"maybe_negate\""));
+}
+
 TEST(SimRun, PlantedDeadlockAlwaysFails) {
   const SimResult r = sim_run(program("deadlock.cu"));
   EXPECT_EQ(r.code, 1);

@@ -188,9 +188,84 @@ cudaError_t launch_named(const char* name, void (*kernel)(P...), dim3 grid, dim3
   return go(stream);
 }
 
+// A kernel expression launched as an ordinary call launches it: a template whose arguments are
+// deduced from the launch's arguments, a kernel overloaded with host functions. `call(args...)`
+// calls it (deduction, overload resolution, conversions as in a call); the kernel's address is
+// not known here (messages use `name`).
+template <class Call, class... A>
+cudaError_t launch_call(const char* name, Call call, dim3 grid, dim3 block, std::size_t smem, cudaStream_t stream, A&&... args) {
+  struct Closure {
+    Call call;
+    std::tuple<std::decay_t<A>...> params;
+  };
+  auto c = std::make_shared<Closure>(Closure{call, {std::forward<A>(args)...}});
+  auto go = [c, name, grid, block, smem](cudaStream_t on) {
+    constexpr unsigned n_ptr = detail::count_pointer_params<std::decay_t<A>...>();
+    detail::PointerArg ptrs[n_ptr == 0 ? 1 : n_ptr];
+    [&]<std::size_t... I>(std::index_sequence<I...>) {
+      unsigned k = 0;
+      auto note = [&](unsigned index, const auto& v) {
+        using V = std::decay_t<decltype(v)>;
+        if constexpr (std::is_pointer_v<V> && std::is_object_v<std::remove_pointer_t<V>>)
+          ptrs[k++] = {index, static_cast<const void*>(v)};
+      };
+      (note(I + 1, std::get<I>(c->params)), ...);
+      (void)note;
+    }(std::index_sequence_for<A...>{});
+    const detail::Kernel k{name, nullptr,
+                           [](void* p) {
+                             auto* cl = static_cast<Closure*>(p);
+                             auto params = cl->params;  // each thread its own copy, as kernel parameters are
+                             std::apply(cl->call, params);
+                           },
+                           c.get(), std::span<const detail::PointerArg>(ptrs, n_ptr)};
+    return detail::launch(k, grid, block, smem, on);
+  };
+  if (detail::capturing(stream)) return detail::capture(stream, std::move(go));
+  return go(stream);
+}
+
+namespace detail {
+template <class F, class S>
+F kernel_pointer(F f, S) {  // deduces F only from a single function, not an overload set or a template
+  return f;
+}
+}  // namespace detail
+
+// `kernel<<<...>>>(args)` as `sim run` rewrites it: launch_any("kernel", KL_SIM_KERNEL(kernel), ...).
+// The kernel's address when the name is one function (or a specialisation named in full), else
+// the overload or specialisation whose parameters are exactly the arguments' types; else a call.
+template <class Single, class Exact, class Call, class... A>
+cudaError_t launch_any(const char* name, Single single, Exact exact, Call call, dim3 grid, dim3 block, std::size_t smem,
+                       cudaStream_t stream, A&&... args) {
+  using ExactType = std::type_identity<void(std::decay_t<A>...)>;
+  if constexpr (!std::is_null_pointer_v<decltype(single(0))>)
+    return launch_named(name, single(0), grid, block, smem, stream, std::forward<A>(args)...);
+  else if constexpr (!std::is_null_pointer_v<decltype(exact(ExactType{}))>)
+    return launch_named(name, exact(ExactType{}), grid, block, smem, stream, std::forward<A>(args)...);
+  else
+    return launch_call(name, call, grid, block, smem, stream, std::forward<A>(args)...);
+}
+
 template <class... P, class... A>
 cudaError_t launch(void (*kernel)(P...), dim3 grid, dim3 block, std::size_t smem, cudaStream_t stream, A&&... args) {
   return launch_named(nullptr, kernel, grid, block, smem, stream, std::forward<A>(args)...);
 }
 
 }  // namespace kl::sim
+
+// The three ways launch_any may reach a kernel expression (a macro: the expression may hold
+// commas, k<float, 4>).
+#define KL_SIM_KERNEL(...)                                                                                  \
+  [=](auto kl_s) {                                                                                          \
+    if constexpr (requires { ::kl::sim::detail::kernel_pointer(__VA_ARGS__, kl_s); })                       \
+      return ::kl::sim::detail::kernel_pointer(__VA_ARGS__, kl_s);                                          \
+    else                                                                                                    \
+      return nullptr;                                                                                       \
+  },                                                                                                        \
+      [=](auto kl_t) {                                                                                      \
+        using kl_F = typename decltype(kl_t)::type;                                                         \
+        if constexpr (requires { static_cast<kl_F*>(__VA_ARGS__); }) return static_cast<kl_F*>(__VA_ARGS__); \
+        else return nullptr;                                                                                \
+      },                                                                                                    \
+      [=](auto&... kl_a) { __VA_ARGS__(kl_a...); }

@@ -6,6 +6,7 @@
 #include <algorithm>
 #include <cctype>
 #include <iterator>
+#include <regex>
 #include <vector>
 
 #include "kernelab/error.h"
@@ -258,6 +259,13 @@ std::string poison_static_shared(const Scan& s, std::size_t at, std::size_t* end
   return calls;
 }
 
+// An argument that is just NULL becomes nullptr: forwarded through a launch, GCC's NULL (an
+// integer) no longer converts to the kernel's pointer parameter, as it does in nvcc's launch.
+std::string null_as_nullptr(std::string args) {
+  static const std::regex lone_null(R"((^|,)(\s*)NULL(\s*)(?=,|$))");
+  return std::regex_replace(args, lone_null, "$1$2nullptr$3");
+}
+
 }  // namespace
 
 std::vector<QuoteInclude> quote_includes(std::string_view source) {
@@ -331,11 +339,11 @@ std::string rewrite_cuda(std::string_view source, const std::string& path) {
       while (cfg.size() < 4) cfg.push_back("0");  // no dynamic shared memory, the default stream
       const std::string kernel = trim_blanks(source.substr(kstart, p - kstart));
       const std::string args(source.substr(open + 1, args_end - open - 1));
-      std::string call = "::kl::sim::launch_named(\"" + collapse(kernel) + "\", " + kernel;
+      std::string call = "::kl::sim::launch_any(\"" + collapse(kernel) + "\", KL_SIM_KERNEL(" + kernel + ")";
       for (const std::string& c : cfg) call += ", " + trim_blanks(c);
       const std::string_view gap = source.substr(close + 3, open - close - 3);
       if (gap.find('\n') != std::string_view::npos) call += gap;  // a line break between >>> and (
-      if (args.find_first_not_of(" \t\r\n") != std::string::npos) call += ", " + args;
+      if (args.find_first_not_of(" \t\r\n") != std::string::npos) call += ", " + null_as_nullptr(args);
       call += ")";
       emit(kstart, args_end + 1, call);
       p = args_end;

@@ -145,10 +145,16 @@ std::vector<Allocation> live_allocations() {
     if (std::strcmp(a.kind, "__device__ symbol") != 0) v.push_back(a);
   return v;
 }
+// A kernel launched through a call (launch_call: a template deduced from its arguments) has no
+// address here; it gets the largest limit the program set for any kernel.
 std::size_t dynamic_smem_limit(const void* kernel) {
   std::lock_guard lock(alloc_mutex);
-  auto it = kernel_smem_limit.find(kernel);
-  return it == kernel_smem_limit.end() ? kDefaultSmem : std::max<std::size_t>(kDefaultSmem, std::size_t(it->second));
+  std::size_t limit = kDefaultSmem;
+  if (!kernel)
+    for (const auto& [k, v] : kernel_smem_limit) limit = std::max<std::size_t>(limit, std::size_t(v));
+  else if (auto it = kernel_smem_limit.find(kernel); it != kernel_smem_limit.end())
+    limit = std::max<std::size_t>(limit, std::size_t(it->second));
+  return limit;
 }
 bool stream_is_valid(cudaStream_t s) { return !s || s->magic == 0x5157; }
 bool capturing(cudaStream_t s) { return s && stream_is_valid(s) && s->capture; }
