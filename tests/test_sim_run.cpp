@@ -119,6 +119,18 @@ TEST(SimRun, TemplateKernelsDeducedFromTheArgumentsAndKernelsOverloadedWithHostF
   EXPECT_THAT(p.out, HasSubstr("\"name\": \"maybe_negate\""));
 }
 
+// Before: compiled as C++20, the program's own lerp was ambiguous with std::lerp. nvcc's
+// default is C++17, and so is sim run's; -std= is passed through.
+TEST(SimRun, CompilesCpp17ByDefaultAndTakesStd) {
+  SimResult r = sim_run(program("own_lerp.cu"));
+  EXPECT_EQ(r.code, 0) << r.err;
+  EXPECT_THAT(r.out, HasSubstr("own lerp: 0 values wrong"));
+  r = sim_run("-std=c++20 " + program("own_lerp.cu"));
+  EXPECT_EQ(r.code, 2) << "C++20 brings std::lerp";
+  EXPECT_THAT(r.err, HasSubstr("ambiguous"));
+  EXPECT_EQ(sim_run("-std=c++98 " + program("own_lerp.cu")).code, 2);
+}
+
 TEST(SimRun, PlantedDeadlockAlwaysFails) {
   const SimResult r = sim_run(program("deadlock.cu"));
   EXPECT_EQ(r.code, 1);

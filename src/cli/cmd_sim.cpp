@@ -31,6 +31,8 @@ void add_sim(CLI::App& app) {
                 "AddressSanitizer build: out-of-bounds and use-after-free accesses in kernels fail the run");
   run->add_option("-D", req.defines, "define a macro for the program (NAME or NAME=VALUE)")->allow_extra_args(false);
   run->add_option("-I", req.include_dirs, "add an include directory")->allow_extra_args(false);
+  run->add_option("--std", req.std, "the C++ dialect, also as -std=c++20 (default c++17, nvcc's default)")
+      ->check(CLI::IsMember({"c++17", "c++20", "gnu++17", "gnu++20"}));
   run->add_flag("-v,--verbose", req.verbose, "print the compile command and whether the build came from the cache");
   run->add_flag("--no-cache", req.no_cache, "compile even if a cached build exists");
   static bool profile_json = false;

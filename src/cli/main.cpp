@@ -2,6 +2,8 @@
 // failed check, 2 bad input (the message names the bad value).
 #include <CLI/CLI.hpp>
 #include <cstdio>
+#include <string>
+#include <vector>
 
 #include "cli/common.h"
 #include "kernelab/error.h"
@@ -21,8 +23,16 @@ int main(int argc, char** argv) {
   kl::cli::add_explain(app);
   kl::cli::add_sim(app);
   kl::cli::add_trace(app);
+  // `sim run -std=c++20 prog.cu` as a compiler takes it (CLI11 knows --std): before any `--`.
+  std::vector<std::string> args(argv, argv + argc);
+  for (std::string& a : args) {
+    if (a == "--") break;
+    if (a.rfind("-std=", 0) == 0) a.insert(0, "-");
+  }
+  std::vector<char*> args_c;
+  for (std::string& a : args) args_c.push_back(a.data());
   try {
-    app.parse(argc, argv);
+    app.parse(int(args_c.size()), args_c.data());
   } catch (const CLI::CallForHelp& e) {
     return app.exit(e);
   } catch (const CLI::CallForAllHelp& e) {

@@ -22,7 +22,6 @@
 #endif
 #include <cstddef>
 #include <cstring>
-#include <source_location>
 #include <string>
 #include <type_traits>
 #endif
@@ -30,7 +29,7 @@
 #define KL_PTX_FN __device__ __forceinline__
 // The twins take the caller's source location, so the simulator's messages name the kernel's line.
 #if defined(KL_PTX_TWIN)
-#define KL_PTX_SITE , const std::source_location& kl_site = std::source_location::current()
+#define KL_PTX_SITE , const kl::sim::Site& kl_site = kl::sim::Site::current()
 #else
 #define KL_PTX_SITE
 #endif
@@ -46,7 +45,7 @@ KL_PTX_FN uint32_t smem_address(const void* p) { return static_cast<uint32_t>(__
 #endif
 
 #if defined(KL_PTX_TWIN)
-using Site = std::source_location;
+using Site = kl::sim::Site;
 
 inline void check_aligned(const void* p, std::size_t bytes, const char* what, const char* operand, const Site& site) {
   if (reinterpret_cast<std::uintptr_t>(p) % bytes == 0) return;

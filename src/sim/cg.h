@@ -3,7 +3,6 @@
 // collectives are warp collectives on the tile's lanes (its mask), checked the same way.
 // src/sim/shadow/ supplies <cooperative_groups.h> and its sub-headers as this file.
 #pragma once
-#include <source_location>
 
 #include "warp.h"
 
@@ -11,7 +10,7 @@ namespace cooperative_groups {
 
 class thread_block {
  public:
-  void sync(const std::source_location& w = std::source_location::current()) const { __syncthreads(w); }
+  void sync(const kl::sim::Site& w = kl::sim::Site::current()) const { __syncthreads(w); }
   unsigned thread_rank() const { return kl::sim::detail::thread_rank(); }
   unsigned size() const { return blockDim.x * blockDim.y * blockDim.z; }
   unsigned long long num_threads() const { return size(); }
@@ -32,36 +31,36 @@ class lane_group {
   unsigned size() const { return unsigned(__builtin_popcount(mask_)); }
   unsigned long long num_threads() const { return size(); }
   unsigned thread_rank() const { return rank_of(kl::sim::detail::lane()); }
-  void sync(const std::source_location& w = std::source_location::current()) const { __syncwarp(mask_, w); }
-  int any(int p, const std::source_location& w = std::source_location::current()) const { return __any_sync(mask_, p, w); }
-  int all(int p, const std::source_location& w = std::source_location::current()) const { return __all_sync(mask_, p, w); }
+  void sync(const kl::sim::Site& w = kl::sim::Site::current()) const { __syncwarp(mask_, w); }
+  int any(int p, const kl::sim::Site& w = kl::sim::Site::current()) const { return __any_sync(mask_, p, w); }
+  int all(int p, const kl::sim::Site& w = kl::sim::Site::current()) const { return __all_sync(mask_, p, w); }
   // Bit r of the result is the group's rank r.
-  unsigned ballot(int p, const std::source_location& w = std::source_location::current()) const {
+  unsigned ballot(int p, const kl::sim::Site& w = kl::sim::Site::current()) const {
     return compress(__ballot_sync(mask_, p, w));
   }
   template <class T>
-  unsigned match_any(T v, const std::source_location& w = std::source_location::current()) const {
+  unsigned match_any(T v, const kl::sim::Site& w = kl::sim::Site::current()) const {
     return compress(__match_any_sync(mask_, v, w));
   }
   // The value of the group's rank `src` (ranks count the group's lanes in lane order).
   template <class T>
-  T shfl(T v, unsigned src, const std::source_location& w = std::source_location::current()) const {
+  T shfl(T v, unsigned src, const kl::sim::Site& w = kl::sim::Site::current()) const {
     const auto all = kl::sim::warp_exchange(mask_, v, "thread_group::shfl", w);
     return all[lane_of(src % size())];
   }
   template <class T>
-  T shfl_down(T v, unsigned delta, const std::source_location& w = std::source_location::current()) const {
+  T shfl_down(T v, unsigned delta, const kl::sim::Site& w = kl::sim::Site::current()) const {
     const auto all = kl::sim::warp_exchange(mask_, v, "thread_group::shfl_down", w);
     const unsigned r = thread_rank() + delta;
     return r < size() ? all[lane_of(r)] : v;
   }
   template <class T>
-  T shfl_up(T v, unsigned delta, const std::source_location& w = std::source_location::current()) const {
+  T shfl_up(T v, unsigned delta, const kl::sim::Site& w = kl::sim::Site::current()) const {
     const auto all = kl::sim::warp_exchange(mask_, v, "thread_group::shfl_up", w);
     return thread_rank() >= delta ? all[lane_of(thread_rank() - delta)] : v;
   }
   template <class T>
-  T shfl_xor(T v, unsigned lane_mask, const std::source_location& w = std::source_location::current()) const {
+  T shfl_xor(T v, unsigned lane_mask, const kl::sim::Site& w = kl::sim::Site::current()) const {
     const auto all = kl::sim::warp_exchange(mask_, v, "thread_group::shfl_xor", w);
     const unsigned r = thread_rank() ^ lane_mask;
     return r < size() ? all[lane_of(r)] : v;
@@ -127,7 +126,7 @@ class coalesced_group : public detail::lane_group {
  public:
   using lane_group::lane_group;
 };
-inline coalesced_group coalesced_threads(const std::source_location& w = std::source_location::current()) {
+inline coalesced_group coalesced_threads(const kl::sim::Site& w = kl::sim::Site::current()) {
   return coalesced_group(__activemask(w));
 }
 
@@ -145,7 +144,7 @@ template <class T = void> struct bit_xor { constexpr T operator()(const T& a, co
 
 // Combined in rank order (lane order), so every lane gets the same bits.
 template <class Group, class T, class Op>
-T reduce(const Group& g, T v, Op op, const std::source_location& w = std::source_location::current()) {
+T reduce(const Group& g, T v, Op op, const kl::sim::Site& w = kl::sim::Site::current()) {
   const auto all = kl::sim::warp_exchange(g.kl_mask(), v, "cooperative_groups::reduce", w);
   unsigned m = g.kl_mask();
   T r = all[__builtin_ctz(m)];
@@ -153,7 +152,7 @@ T reduce(const Group& g, T v, Op op, const std::source_location& w = std::source
   return r;
 }
 template <class Group, class T, class Op = plus<T>>
-T inclusive_scan(const Group& g, T v, Op op = {}, const std::source_location& w = std::source_location::current()) {
+T inclusive_scan(const Group& g, T v, Op op = {}, const kl::sim::Site& w = kl::sim::Site::current()) {
   const auto all = kl::sim::warp_exchange(g.kl_mask(), v, "cooperative_groups::inclusive_scan", w);
   unsigned m = g.kl_mask() & ((2u << kl::sim::detail::lane()) - 1u);  // lanes up to and including mine
   T r = all[__builtin_ctz(m)];
@@ -161,7 +160,7 @@ T inclusive_scan(const Group& g, T v, Op op = {}, const std::source_location& w 
   return r;
 }
 template <class Group, class T, class Op = plus<T>>
-T exclusive_scan(const Group& g, T v, Op op = {}, const std::source_location& w = std::source_location::current()) {
+T exclusive_scan(const Group& g, T v, Op op = {}, const kl::sim::Site& w = kl::sim::Site::current()) {
   const auto all = kl::sim::warp_exchange(g.kl_mask(), v, "cooperative_groups::exclusive_scan", w);
   unsigned m = g.kl_mask() & ((1u << kl::sim::detail::lane()) - 1u);  // lanes before mine
   if (!m) return T{};

@@ -26,7 +26,6 @@
 #include <cstring>
 #include <functional>
 #include <memory>
-#include <source_location>
 #include <string>
 #include <type_traits>
 #include <vector>

@@ -69,25 +69,34 @@ inline float __uint2float_rn(unsigned x) { return float(x); }
 inline float __ll2float_rn(long long x) { return float(x); }
 inline float __double2float_rn(double x) { return float(x); }
 inline double __int2double_rn(int x) { return double(x); }
-inline int __float_as_int(float x) { return std::bit_cast<int>(x); }
-inline unsigned __float_as_uint(float x) { return std::bit_cast<unsigned>(x); }
-inline float __int_as_float(int x) { return std::bit_cast<float>(x); }
-inline float __uint_as_float(unsigned x) { return std::bit_cast<float>(x); }
-inline long long __double_as_longlong(double x) { return std::bit_cast<long long>(x); }
-inline double __longlong_as_double(long long x) { return std::bit_cast<double>(x); }
-inline int __double2hiint(double x) { return int(std::bit_cast<unsigned long long>(x) >> 32); }
-inline int __double2loint(double x) { return int(std::bit_cast<unsigned long long>(x)); }
+namespace kl::sim::detail {
+template <class To, class From>
+inline To bits_as(const From& from) {  // std::bit_cast, which C++17 lacks
+  static_assert(sizeof(To) == sizeof(From));
+  To to;
+  std::memcpy(static_cast<void*>(&to), static_cast<const void*>(&from), sizeof to);
+  return to;
+}
+}  // namespace kl::sim::detail
+inline int __float_as_int(float x) { return kl::sim::detail::bits_as<int>(x); }
+inline unsigned __float_as_uint(float x) { return kl::sim::detail::bits_as<unsigned>(x); }
+inline float __int_as_float(int x) { return kl::sim::detail::bits_as<float>(x); }
+inline float __uint_as_float(unsigned x) { return kl::sim::detail::bits_as<float>(x); }
+inline long long __double_as_longlong(double x) { return kl::sim::detail::bits_as<long long>(x); }
+inline double __longlong_as_double(long long x) { return kl::sim::detail::bits_as<double>(x); }
+inline int __double2hiint(double x) { return int(kl::sim::detail::bits_as<unsigned long long>(x) >> 32); }
+inline int __double2loint(double x) { return int(kl::sim::detail::bits_as<unsigned long long>(x)); }
 inline double __hiloint2double(int hi, int lo) {
-  return std::bit_cast<double>((unsigned long long)(unsigned)hi << 32 | (unsigned)lo);
+  return kl::sim::detail::bits_as<double>((unsigned long long)(unsigned)hi << 32 | (unsigned)lo);
 }
 
 // ---- integer intrinsics ----------------------------------------------------------------------
-inline int __popc(unsigned x) { return std::popcount(x); }
-inline int __popcll(unsigned long long x) { return std::popcount(x); }
-inline int __clz(int x) { return std::countl_zero(unsigned(x)); }
-inline int __clzll(long long x) { return std::countl_zero((unsigned long long)x); }
-inline int __ffs(int x) { return x == 0 ? 0 : std::countr_zero(unsigned(x)) + 1; }
-inline int __ffsll(long long x) { return x == 0 ? 0 : std::countr_zero((unsigned long long)x) + 1; }
+inline int __popc(unsigned x) { return __builtin_popcount(x); }
+inline int __popcll(unsigned long long x) { return __builtin_popcountll(x); }
+inline int __clz(int x) { return x == 0 ? 32 : __builtin_clz(unsigned(x)); }
+inline int __clzll(long long x) { return x == 0 ? 64 : __builtin_clzll((unsigned long long)x); }
+inline int __ffs(int x) { return x == 0 ? 0 : __builtin_ctz(unsigned(x)) + 1; }
+inline int __ffsll(long long x) { return x == 0 ? 0 : __builtin_ctzll((unsigned long long)x) + 1; }
 inline unsigned __brev(unsigned x) {
   unsigned r = 0;
   for (int i = 0; i < 32; ++i) r |= (x >> i & 1u) << (31 - i);
@@ -129,15 +138,13 @@ inline unsigned __usad(unsigned a, unsigned b, unsigned c) { return c + (a > b ?
 
 // CUDA's min/max accept mixed integer types (the usual arithmetic conversions decide) and
 // treat floats as fminf/fmaxf do. std::min, where a program names it, is still std::min.
-template <class A, class B>
-  requires std::is_arithmetic_v<A> && std::is_arithmetic_v<B>
+template <class A, class B, std::enable_if_t<std::is_arithmetic_v<A> && std::is_arithmetic_v<B>, int> = 0>
 inline std::common_type_t<A, B> min(A a, B b) {
   using C = std::common_type_t<A, B>;
   if constexpr (std::is_floating_point_v<C>) return std::fmin(C(a), C(b));
   else return C(a) < C(b) ? C(a) : C(b);
 }
-template <class A, class B>
-  requires std::is_arithmetic_v<A> && std::is_arithmetic_v<B>
+template <class A, class B, std::enable_if_t<std::is_arithmetic_v<A> && std::is_arithmetic_v<B>, int> = 0>
 inline std::common_type_t<A, B> max(A a, B b) {
   using C = std::common_type_t<A, B>;
   if constexpr (std::is_floating_point_v<C>) return std::fmax(C(a), C(b));

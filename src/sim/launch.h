@@ -7,8 +7,10 @@
 #include <cstdint>
 #include <functional>
 #include <memory>
+#if __cplusplus >= 202002L
 #include <source_location>
-#include <span>
+#endif
+#include <iterator>
 #include <string>
 #include <string_view>
 #include <tuple>
@@ -25,6 +27,38 @@ inline thread_local dim3 gridDim{};
 inline constexpr int warpSize = 32;
 
 namespace kl::sim {
+
+// Where device code called the simulator (messages name it): std::source_location's interface,
+// on GCC's builtins in C++17 (no column there).
+struct Site {
+  const char* file = "";
+  unsigned ln = 0, col = 0;
+#if __cplusplus >= 202002L
+  static constexpr Site current(std::source_location s = std::source_location::current()) {
+    return Site{s.file_name(), unsigned(s.line()), unsigned(s.column())};
+  }
+#else
+  static constexpr Site current(const char* f = __builtin_FILE(), unsigned l = __builtin_LINE()) { return Site{f, l, 0}; }
+#endif
+  constexpr const char* file_name() const { return file; }
+  constexpr unsigned line() const { return ln; }
+  constexpr unsigned column() const { return col; }
+};
+
+// A read-only view of contiguous elements (std::span's part that the simulator uses; C++17 has none).
+template <class T>
+struct Span {
+  const T* ptr = nullptr;
+  std::size_t count = 0;
+  Span() = default;
+  Span(const T* p, std::size_t n) : ptr(p), count(n) {}
+  template <class C, class = decltype(std::data(std::declval<const C&>()))>
+  Span(const C& c) : ptr(std::data(c)), count(std::size(c)) {}
+  const T* begin() const { return ptr; }
+  const T* end() const { return ptr + count; }
+  std::size_t size() const { return count; }
+  const T& operator[](std::size_t i) const { return ptr[i]; }
+};
 
 // The order in which the threads of a block run between two barriers (and blocks run,
 // when serial). CUDA allows any order; a race-free kernel gives the same result in both.
@@ -61,7 +95,7 @@ struct RaceResult {
   bool race = false;
   std::string message;  // what differs, where; a note when only float atomics' rounding differs
 };
-RaceResult check_races(std::span<const Buffer> buffers, const std::function<void()>& launches,
+RaceResult check_races(Span<Buffer> buffers, const std::function<void()>& launches,
                        std::string_view what = "launch");
 
 namespace detail {
@@ -77,7 +111,7 @@ struct Kernel {
   const void* address;   // the kernel function (cudaFuncSetAttribute's key)
   void (*body)(void*);
   void* closure;
-  std::span<const PointerArg> pointer_args;
+  Span<PointerArg> pointer_args;
 };
 cudaError_t launch(const Kernel& kernel, dim3 grid, dim3 block, std::size_t smem, cudaStream_t stream);
 // Stream capture (cudaStreamBeginCapture): work issued to a capturing stream is recorded into
@@ -93,7 +127,7 @@ cudaError_t capture(cudaStream_t stream, Work work);
 // (KL_SIM_UNCOUNTED), so nothing is counted twice.
 enum class Counted : unsigned char { atomic, ldmatrix, cp_async, mma_f16, mma_s8, mma_f8 };
 void profile_note(Counted what, const void* address, unsigned bytes, std::uintptr_t site);
-inline std::uintptr_t site_key(const std::source_location& s) {
+inline std::uintptr_t site_key(const kl::sim::Site& s) {
   return reinterpret_cast<std::uintptr_t>(s.file_name()) ^ std::uintptr_t(s.line()) << 40 ^
          std::uintptr_t(s.column()) << 56 ^ std::uintptr_t(1) << 63;
 }
@@ -126,10 +160,28 @@ T implicit(T v) {  // copy-initialisation: the conversions a CUDA launch allows,
 // NULL (GCC's __null, an integer once forwarded) for a pointer parameter: a null pointer, as nvcc takes it.
 template <class T, class A>
 T launch_argument(A&& a) {
-  if constexpr (std::is_pointer_v<T> && std::is_integral_v<std::remove_cvref_t<A>>)
+  if constexpr (std::is_pointer_v<T> && std::is_integral_v<std::remove_cv_t<std::remove_reference_t<A>>>)
     return a == 0 ? nullptr : reinterpret_cast<T>(static_cast<std::uintptr_t>(a));
   else
     return implicit<T>(std::forward<A>(a));
+}
+
+// The object-pointer parameters among `params`, with their 1-based positions, into `out`.
+template <class Tuple>
+void collect_pointer_args(PointerArg* out, const Tuple& params) {
+  unsigned k = 0, index = 0;
+  std::apply(
+      [&](const auto&... v) {
+        auto note = [&](const auto& x) {
+          using V = std::decay_t<decltype(x)>;
+          ++index;
+          if constexpr (std::is_pointer_v<V> && std::is_object_v<std::remove_pointer_t<V>>)
+            out[k++] = {index, static_cast<const void*>(x)};
+        };
+        (note(v), ...);
+        (void)note;  // a kernel without parameters
+      },
+      params);
 }
 
 template <class... P>
@@ -166,22 +218,13 @@ cudaError_t launch_named(const char* name, void (*kernel)(P...), dim3 grid, dim3
   auto go = [c, name, grid, block, smem](cudaStream_t on) {
     constexpr unsigned n_ptr = detail::count_pointer_params<P...>();
     detail::PointerArg ptrs[n_ptr == 0 ? 1 : n_ptr];
-    [&]<std::size_t... I>(std::index_sequence<I...>) {
-      unsigned k = 0;
-      auto note = [&](unsigned index, const auto& v) {
-        using V = std::decay_t<decltype(v)>;
-        if constexpr (std::is_pointer_v<V> && std::is_object_v<std::remove_pointer_t<V>>)
-          ptrs[k++] = {index, static_cast<const void*>(v)};
-      };
-      (note(I + 1, std::get<I>(c->params)), ...);
-      (void)note;  // a kernel without parameters
-    }(std::index_sequence_for<P...>{});
+    detail::collect_pointer_args(ptrs, c->params);
     const detail::Kernel k{name, reinterpret_cast<const void*>(c->kernel),
                            [](void* p) {
                              auto* cl = static_cast<Closure*>(p);
                              std::apply(cl->kernel, cl->params);
                            },
-                           c.get(), std::span<const detail::PointerArg>(ptrs, n_ptr)};
+                           c.get(), Span<detail::PointerArg>(ptrs, n_ptr)};
     return detail::launch(k, grid, block, smem, on);
   };
   if (detail::capturing(stream)) return detail::capture(stream, std::move(go));
@@ -202,23 +245,14 @@ cudaError_t launch_call(const char* name, Call call, dim3 grid, dim3 block, std:
   auto go = [c, name, grid, block, smem](cudaStream_t on) {
     constexpr unsigned n_ptr = detail::count_pointer_params<std::decay_t<A>...>();
     detail::PointerArg ptrs[n_ptr == 0 ? 1 : n_ptr];
-    [&]<std::size_t... I>(std::index_sequence<I...>) {
-      unsigned k = 0;
-      auto note = [&](unsigned index, const auto& v) {
-        using V = std::decay_t<decltype(v)>;
-        if constexpr (std::is_pointer_v<V> && std::is_object_v<std::remove_pointer_t<V>>)
-          ptrs[k++] = {index, static_cast<const void*>(v)};
-      };
-      (note(I + 1, std::get<I>(c->params)), ...);
-      (void)note;
-    }(std::index_sequence_for<A...>{});
+    detail::collect_pointer_args(ptrs, c->params);
     const detail::Kernel k{name, nullptr,
                            [](void* p) {
                              auto* cl = static_cast<Closure*>(p);
                              auto params = cl->params;  // each thread its own copy, as kernel parameters are
                              std::apply(cl->call, params);
                            },
-                           c.get(), std::span<const detail::PointerArg>(ptrs, n_ptr)};
+                           c.get(), Span<detail::PointerArg>(ptrs, n_ptr)};
     return detail::launch(k, grid, block, smem, on);
   };
   if (detail::capturing(stream)) return detail::capture(stream, std::move(go));
@@ -230,6 +264,16 @@ template <class F, class S>
 F kernel_pointer(F f, S) {  // deduces F only from a single function, not an overload set or a template
   return f;
 }
+template <class T>
+struct TypeTag {
+  using type = T;
+};
+template <class... F>
+struct Overloaded : F... {
+  using F::operator()...;
+};
+template <class... F>
+Overloaded(F...) -> Overloaded<F...>;
 }  // namespace detail
 
 // `kernel<<<...>>>(args)` as `sim run` rewrites it: launch_any("kernel", KL_SIM_KERNEL(kernel), ...).
@@ -238,7 +282,7 @@ F kernel_pointer(F f, S) {  // deduces F only from a single function, not an ove
 template <class Single, class Exact, class Call, class... A>
 cudaError_t launch_any(const char* name, Single single, Exact exact, Call call, dim3 grid, dim3 block, std::size_t smem,
                        cudaStream_t stream, A&&... args) {
-  using ExactType = std::type_identity<void(std::decay_t<A>...)>;
+  using ExactType = detail::TypeTag<void(std::decay_t<A>...)>;
   if constexpr (!std::is_null_pointer_v<decltype(single(0))>)
     return launch_named(name, single(0), grid, block, smem, stream, std::forward<A>(args)...);
   else if constexpr (!std::is_null_pointer_v<decltype(exact(ExactType{}))>)
@@ -256,16 +300,14 @@ cudaError_t launch(void (*kernel)(P...), dim3 grid, dim3 block, std::size_t smem
 
 // The three ways launch_any may reach a kernel expression (a macro: the expression may hold
 // commas, k<float, 4>).
-#define KL_SIM_KERNEL(...)                                                                                  \
-  [=](auto kl_s) {                                                                                          \
-    if constexpr (requires { ::kl::sim::detail::kernel_pointer(__VA_ARGS__, kl_s); })                       \
-      return ::kl::sim::detail::kernel_pointer(__VA_ARGS__, kl_s);                                          \
-    else                                                                                                    \
-      return nullptr;                                                                                       \
-  },                                                                                                        \
-      [=](auto kl_t) {                                                                                      \
-        using kl_F = typename decltype(kl_t)::type;                                                         \
-        if constexpr (requires { static_cast<kl_F*>(__VA_ARGS__); }) return static_cast<kl_F*>(__VA_ARGS__); \
-        else return nullptr;                                                                                \
-      },                                                                                                    \
+#define KL_SIM_KERNEL(...)                                                                              \
+  ::kl::sim::detail::Overloaded{[=](auto kl_s) -> decltype(::kl::sim::detail::kernel_pointer(__VA_ARGS__, kl_s)) { \
+                                  return ::kl::sim::detail::kernel_pointer(__VA_ARGS__, kl_s);                    \
+                                },                                                                                \
+                                [](...) { return nullptr; }},                                                     \
+      ::kl::sim::detail::Overloaded{                                                                              \
+          [=](auto kl_t) -> decltype(static_cast<typename decltype(kl_t)::type*>(__VA_ARGS__)) {                  \
+            return static_cast<typename decltype(kl_t)::type*>(__VA_ARGS__);                                      \
+          },                                                                                                      \
+          [](...) { return nullptr; }},                                                                           \
       [=](auto&... kl_a) { __VA_ARGS__(kl_a...); }

@@ -3,19 +3,18 @@
 // A block's threads run one after another, each until its next barrier or collective (a
 // valid CUDA schedule for race-free code). A warp collective completes once every lane its
 // mask names has deposited a value; the scheduler then resumes them with all 32 deposits.
-// Every call records its call site (std::source_location) for the error messages.
+// Every call records its call site (kl::sim::Site) for the error messages.
 #pragma once
 #include <array>
 #include <atomic>
 #include <cstring>
-#include <source_location>
 #include <type_traits>
 
 #include "launch.h"
 
 namespace kl::sim::detail {
 
-using Site = std::source_location;
+using Site = kl::sim::Site;
 
 enum class BarrierOp : unsigned char { sync, count, all, any };
 enum class WarpOp : unsigned char {
@@ -77,7 +76,7 @@ namespace kl::sim {
 //   auto a = kl::sim::warp_exchange(0xffffffffu, a_frag, "mma.sync A");   // a[l]: lane l's regs
 template <class T>
 std::array<T, 32> warp_exchange(unsigned mask, const T& mine, const char* what = "warp_exchange",
-                                const std::source_location& where = std::source_location::current()) {
+                                const kl::sim::Site& where = kl::sim::Site::current()) {
   const unsigned char* slots = detail::deposit(detail::WarpOp::exchange, mask, mine, what, where);
   std::array<T, 32> all{};
   for (unsigned l = 0; l < 32; ++l)
@@ -92,29 +91,29 @@ inline unsigned warp_id() { return detail::thread_rank() / 32u; }
 
 // ---- CUDA's block and warp synchronisation -------------------------------------------------
 
-inline void __syncthreads(const std::source_location& w = std::source_location::current()) {
+inline void __syncthreads(const kl::sim::Site& w = kl::sim::Site::current()) {
   kl::sim::detail::block_barrier(kl::sim::detail::BarrierOp::sync, 0, w);
 }
-inline int __syncthreads_count(int pred, const std::source_location& w = std::source_location::current()) {
+inline int __syncthreads_count(int pred, const kl::sim::Site& w = kl::sim::Site::current()) {
   return kl::sim::detail::block_barrier(kl::sim::detail::BarrierOp::count, pred != 0, w);
 }
-inline int __syncthreads_and(int pred, const std::source_location& w = std::source_location::current()) {
+inline int __syncthreads_and(int pred, const kl::sim::Site& w = kl::sim::Site::current()) {
   return kl::sim::detail::block_barrier(kl::sim::detail::BarrierOp::all, pred != 0, w);
 }
-inline int __syncthreads_or(int pred, const std::source_location& w = std::source_location::current()) {
+inline int __syncthreads_or(int pred, const kl::sim::Site& w = kl::sim::Site::current()) {
   return kl::sim::detail::block_barrier(kl::sim::detail::BarrierOp::any, pred != 0, w);
 }
-inline void __syncwarp(unsigned mask = 0xffffffffu, const std::source_location& w = std::source_location::current()) {
+inline void __syncwarp(unsigned mask = 0xffffffffu, const kl::sim::Site& w = kl::sim::Site::current()) {
   kl::sim::detail::warp_collective(kl::sim::detail::WarpOp::syncwarp, mask, nullptr, 0, "__syncwarp", w);
 }
-inline unsigned __activemask(const std::source_location& w = std::source_location::current()) {
+inline unsigned __activemask(const kl::sim::Site& w = kl::sim::Site::current()) {
   return kl::sim::detail::active_mask(w);
 }
 inline void __nanosleep(unsigned) { kl::sim::detail::yield_thread(); }
 inline void __threadfence() { std::atomic_thread_fence(std::memory_order_seq_cst); }
 inline void __threadfence_block() { std::atomic_thread_fence(std::memory_order_seq_cst); }
 inline void __threadfence_system() { std::atomic_thread_fence(std::memory_order_seq_cst); }
-[[noreturn]] inline void __trap(const std::source_location& w = std::source_location::current()) {
+[[noreturn]] inline void __trap(const kl::sim::Site& w = kl::sim::Site::current()) {
   kl::sim::detail::fault("__trap()", w);
 }
 
@@ -122,7 +121,7 @@ inline void __threadfence_system() { std::atomic_thread_fence(std::memory_order_
 
 template <class T>
 T __shfl_sync(unsigned mask, T var, int srcLane, int width = warpSize,
-              const std::source_location& w = std::source_location::current()) {
+              const kl::sim::Site& w = kl::sim::Site::current()) {
   using namespace kl::sim::detail;
   check_width(width, "__shfl_sync with a width that is not a power of 2 in 1..32", w);
   const unsigned char* s = deposit(WarpOp::shfl_idx, mask, var, "__shfl_sync", w);
@@ -131,7 +130,7 @@ T __shfl_sync(unsigned mask, T var, int srcLane, int width = warpSize,
 }
 template <class T>
 T __shfl_up_sync(unsigned mask, T var, unsigned delta, int width = warpSize,
-                 const std::source_location& w = std::source_location::current()) {
+                 const kl::sim::Site& w = kl::sim::Site::current()) {
   using namespace kl::sim::detail;
   check_width(width, "__shfl_up_sync with a width that is not a power of 2 in 1..32", w);
   const unsigned char* s = deposit(WarpOp::shfl_up, mask, var, "__shfl_up_sync", w);
@@ -140,7 +139,7 @@ T __shfl_up_sync(unsigned mask, T var, unsigned delta, int width = warpSize,
 }
 template <class T>
 T __shfl_down_sync(unsigned mask, T var, unsigned delta, int width = warpSize,
-                   const std::source_location& w = std::source_location::current()) {
+                   const kl::sim::Site& w = kl::sim::Site::current()) {
   using namespace kl::sim::detail;
   check_width(width, "__shfl_down_sync with a width that is not a power of 2 in 1..32", w);
   const unsigned char* s = deposit(WarpOp::shfl_down, mask, var, "__shfl_down_sync", w);
@@ -149,7 +148,7 @@ T __shfl_down_sync(unsigned mask, T var, unsigned delta, int width = warpSize,
 }
 template <class T>
 T __shfl_xor_sync(unsigned mask, T var, int laneMask, int width = warpSize,
-                  const std::source_location& w = std::source_location::current()) {
+                  const kl::sim::Site& w = kl::sim::Site::current()) {
   using namespace kl::sim::detail;
   check_width(width, "__shfl_xor_sync with a width that is not a power of 2 in 1..32", w);
   const unsigned char* s = deposit(WarpOp::shfl_xor, mask, var, "__shfl_xor_sync", w);
@@ -159,7 +158,7 @@ T __shfl_xor_sync(unsigned mask, T var, int laneMask, int width = warpSize,
 
 // ---- Votes, matches and warp reductions (over the lanes of the mask) ------------------------
 
-inline unsigned __ballot_sync(unsigned mask, int pred, const std::source_location& w = std::source_location::current()) {
+inline unsigned __ballot_sync(unsigned mask, int pred, const kl::sim::Site& w = kl::sim::Site::current()) {
   using namespace kl::sim::detail;
   const unsigned char* s = deposit(WarpOp::ballot, mask, int(pred != 0), "__ballot_sync", w);
   unsigned bits = 0;
@@ -167,14 +166,14 @@ inline unsigned __ballot_sync(unsigned mask, int pred, const std::source_locatio
     if ((mask >> l & 1u) && slot<int>(s, l)) bits |= 1u << l;
   return bits;
 }
-inline int __any_sync(unsigned mask, int pred, const std::source_location& w = std::source_location::current()) {
+inline int __any_sync(unsigned mask, int pred, const kl::sim::Site& w = kl::sim::Site::current()) {
   using namespace kl::sim::detail;
   const unsigned char* s = deposit(WarpOp::any, mask, int(pred != 0), "__any_sync", w);
   for (unsigned l = 0; l < 32; ++l)
     if ((mask >> l & 1u) && slot<int>(s, l)) return 1;
   return 0;
 }
-inline int __all_sync(unsigned mask, int pred, const std::source_location& w = std::source_location::current()) {
+inline int __all_sync(unsigned mask, int pred, const kl::sim::Site& w = kl::sim::Site::current()) {
   using namespace kl::sim::detail;
   const unsigned char* s = deposit(WarpOp::all, mask, int(pred != 0), "__all_sync", w);
   for (unsigned l = 0; l < 32; ++l)
@@ -182,7 +181,7 @@ inline int __all_sync(unsigned mask, int pred, const std::source_location& w = s
   return 1;
 }
 template <class T>
-unsigned __match_any_sync(unsigned mask, T value, const std::source_location& w = std::source_location::current()) {
+unsigned __match_any_sync(unsigned mask, T value, const kl::sim::Site& w = kl::sim::Site::current()) {
   using namespace kl::sim::detail;
   const unsigned char* s = deposit(WarpOp::match_any, mask, value, "__match_any_sync", w);
   unsigned same = 0;
@@ -192,7 +191,7 @@ unsigned __match_any_sync(unsigned mask, T value, const std::source_location& w 
 }
 template <class T>
 unsigned __match_all_sync(unsigned mask, T value, int* pred,
-                          const std::source_location& w = std::source_location::current()) {
+                          const kl::sim::Site& w = kl::sim::Site::current()) {
   using namespace kl::sim::detail;
   const unsigned char* s = deposit(WarpOp::match_all, mask, value, "__match_all_sync", w);
   for (unsigned l = 0; l < 32; ++l)
@@ -216,7 +215,7 @@ T warp_reduce(unsigned mask, T v, Op op, const char* what, const Site& where) {
 }  // namespace kl::sim::detail
 
 #define KL_SIM_WARP_REDUCE(NAME, T, EXPR)                                                        \
-  inline T NAME(unsigned mask, T v, const std::source_location& w = std::source_location::current()) { \
+  inline T NAME(unsigned mask, T v, const kl::sim::Site& w = kl::sim::Site::current()) { \
     return kl::sim::detail::warp_reduce(mask, v, [](T a, T b) -> T { return EXPR; }, #NAME, w);     \
   }
 KL_SIM_WARP_REDUCE(__reduce_add_sync, unsigned, a + b)

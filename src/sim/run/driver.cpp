@@ -101,7 +101,7 @@ std::vector<std::string> compile_flags(const RunRequest& r, const fs::path& sour
   const std::string dir = KERNELAB_SIM_DIR;
   // -fstack-clash-protection: a frame larger than the guard page below a fiber's stack
   // touches each page on the way down, so an overflow faults instead of hitting a neighbour.
-  std::vector<std::string> f = {"-std=c++20", "-O1", "-g", "-pthread", "-fstack-clash-protection",
+  std::vector<std::string> f = {"-std=" + r.std, "-O1", "-g", "-pthread", "-fstack-clash-protection",
                                 "-include", dir + "/cuda_sim.h",
                                 "-I", dir + "/shadow", "-I", fs::path(dir).parent_path().string(),
                                 "-I", KERNELAB_SIM_CUDA_INCLUDE,

@@ -15,6 +15,7 @@ struct RunRequest {
   std::vector<std::string> args;          // its argv after the program name
   std::vector<std::string> defines;       // -D NAME[=VALUE]
   std::vector<std::string> include_dirs;  // -I DIR
+  std::string std = "c++17";              // the language dialect, nvcc's default unless -std= says otherwise
   bool race_check = false;  // every launch forward and reverse; a difference fails the run
   bool memcheck = false;    // AddressSanitizer build, blocks one at a time; a bad access fails the run
   bool profile = false;     // instrumented build; every launch counted (sim/profile.h)

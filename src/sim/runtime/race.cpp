@@ -46,7 +46,7 @@ std::string word_text(const char* p, std::size_t word, std::size_t bytes) {
 
 }  // namespace
 
-RaceResult check_races(std::span<const Buffer> buffers, const std::function<void()>& launches, std::string_view what) {
+RaceResult check_races(Span<Buffer> buffers, const std::function<void()>& launches, std::string_view what) {
   using namespace detail;
   const Options saved = options();
   const bool was_checking = in_race_check;

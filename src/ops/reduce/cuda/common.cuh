@@ -109,7 +109,7 @@ template <class Op> __device__ __forceinline__ float block_reduce(float v) {
 // so the simulator build checks, to catch what the hardware would.
 __device__ __forceinline__ uint4 ldg16(const uint4* p) {
 #ifdef KERNELAB_SIM
-  if (reinterpret_cast<uintptr_t>(p) % 16 != 0) kl::sim::detail::fault("misaligned 16-byte load", std::source_location::current());
+  if (reinterpret_cast<uintptr_t>(p) % 16 != 0) kl::sim::detail::fault("misaligned 16-byte load", kl::sim::Site::current());
 #endif
   return __ldg(p);
 }

@@ -24,7 +24,7 @@ template <int B> __device__ __forceinline__ uint32_t element(const uint32_t (&w)
 // so the simulator build checks, to catch what the hardware would.
 __device__ __forceinline__ void check16([[maybe_unused]] const void* p) {
 #ifdef KERNELAB_SIM
-  if (reinterpret_cast<uintptr_t>(p) % 16 != 0) kl::sim::detail::fault("misaligned 16-byte access", std::source_location::current());
+  if (reinterpret_cast<uintptr_t>(p) % 16 != 0) kl::sim::detail::fault("misaligned 16-byte access", kl::sim::Site::current());
 #endif
 }
 
