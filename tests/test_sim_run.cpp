@@ -243,6 +243,18 @@ TEST(SimRun, CompileErrorsPointAtTheUsersLineAndExit2) {
   EXPECT_THAT(r.err, HasSubstr("does not compile for the simulator"));
 }
 
+// Before: cublasCreate_v2 and the rest were undefined; now computed on the CPU.
+TEST(SimRun, CublasAndCublasLtWithABiasEpilogue) {
+  const SimResult r = sim_run(program("cublas_matmul.cu"));
+  EXPECT_EQ(r.code, 0) << r.err;
+  EXPECT_THAT(r.out, HasSubstr("cublas matmul: 0 values wrong"));
+  const TempProgram p("#include <cublas_v2.h>\nint main() { cublasHandle_t h; cublasCreate(&h); double a = 1;\n"
+                      "  return cublasDgemm(h, CUBLAS_OP_N, CUBLAS_OP_N, 1, 1, 1, &a, &a, 1, &a, 1, &a, &a, 1); }\n");
+  const SimResult d = sim_run(p.arg());
+  EXPECT_EQ(d.code, 2);
+  EXPECT_THAT(d.err, HasSubstr("the simulator does not implement cublasDgemm_v2"));
+}
+
 TEST(SimRun, UnsimulatedRuntimeCallsAreNamed) {
   const TempProgram p("int main() { cudaPitchedPtr p; return cudaMalloc3D(&p, make_cudaExtent(16, 16, 16)); }\n");
   const SimResult r = sim_run(p.arg());

@@ -119,11 +119,13 @@ std::vector<std::string> compile_flags(const RunRequest& r, const fs::path& sour
 
 std::string undefined_api_hint(const std::string& log) {
   std::string hint;
-  for (std::size_t p = 0; (p = log.find("undefined reference to `cuda", p)) != std::string::npos;) {
-    const std::size_t s = p + 24, e = log.find_first_of("'(", s);
-    const std::string name = log.substr(s, e - s);
-    if (hint.find(name) == std::string::npos) hint += (hint.empty() ? "" : ", ") + name;
-    p = e;
+  for (const char* api : {"undefined reference to `cuda", "undefined reference to `cublas"}) {
+    for (std::size_t p = 0; (p = log.find(api, p)) != std::string::npos;) {
+      const std::size_t s = p + 24, e = log.find_first_of("'(", s);
+      const std::string name = log.substr(s, e - s);
+      if (hint.find(name) == std::string::npos) hint += (hint.empty() ? "" : ", ") + name;
+      p = e;
+    }
   }
   return hint.empty() ? "" : "kernelab sim: the simulator does not implement " + hint + "\n";
 }
