@@ -185,8 +185,35 @@ void collect_pointer_args(PointerArg* out, const Tuple& params) {
 }
 
 template <class... P>
-constexpr unsigned count_pointer_params() {
+constexpr unsigned count_pointer_params(const std::tuple<P...>*) {
   return (0u + ... + (std::is_pointer_v<P> && std::is_object_v<std::remove_pointer_t<P>> ? 1u : 0u));
+}
+
+// A launch of `call(params...)` in every simulated thread (each gets its own copies, as kernel
+// parameters are): the arguments already converted, owned by the launch, since a stream being
+// captured into a CUDA Graph keeps the launch to replay it. `address`: the kernel's, if known.
+template <class Call, class Params>
+cudaError_t launch_closure(const char* name, const void* address, Call call, Params params, dim3 grid, dim3 block,
+                           std::size_t smem, cudaStream_t stream) {
+  struct Closure {
+    Call call;
+    Params params;
+  };
+  auto c = std::make_shared<Closure>(Closure{std::move(call), std::move(params)});
+  auto go = [c, name, address, grid, block, smem](cudaStream_t on) {
+    constexpr unsigned n_ptr = count_pointer_params(static_cast<const Params*>(nullptr));
+    PointerArg ptrs[n_ptr == 0 ? 1 : n_ptr];
+    collect_pointer_args(ptrs, c->params);
+    const Kernel k{name, address,
+                   [](void* p) {
+                     auto* cl = static_cast<Closure*>(p);
+                     std::apply(cl->call, cl->params);  // by value: each thread copies
+                   },
+                   c.get(), Span<PointerArg>(ptrs, n_ptr)};
+    return launch(k, grid, block, smem, on);
+  };
+  if (capturing(stream)) return capture(stream, std::move(go));
+  return go(stream);
 }
 
 }  // namespace detail
@@ -209,26 +236,9 @@ template <class... P, class... A>
 cudaError_t launch_named(const char* name, void (*kernel)(P...), dim3 grid, dim3 block, std::size_t smem,
                          cudaStream_t stream, A&&... args) {
   static_assert(sizeof...(P) == sizeof...(A), "kernel launched with a different number of arguments than it has parameters");
-  struct Closure {
-    void (*kernel)(P...);
-    std::tuple<std::decay_t<P>...> params;
-  };
-  // Owned: a stream being captured into a CUDA Graph keeps the launch to replay it.
-  auto c = std::make_shared<Closure>(Closure{kernel, {detail::launch_argument<std::decay_t<P>>(std::forward<A>(args))...}});
-  auto go = [c, name, grid, block, smem](cudaStream_t on) {
-    constexpr unsigned n_ptr = detail::count_pointer_params<P...>();
-    detail::PointerArg ptrs[n_ptr == 0 ? 1 : n_ptr];
-    detail::collect_pointer_args(ptrs, c->params);
-    const detail::Kernel k{name, reinterpret_cast<const void*>(c->kernel),
-                           [](void* p) {
-                             auto* cl = static_cast<Closure*>(p);
-                             std::apply(cl->kernel, cl->params);
-                           },
-                           c.get(), Span<detail::PointerArg>(ptrs, n_ptr)};
-    return detail::launch(k, grid, block, smem, on);
-  };
-  if (detail::capturing(stream)) return detail::capture(stream, std::move(go));
-  return go(stream);
+  return detail::launch_closure(name, reinterpret_cast<const void*>(kernel), kernel,
+                                std::tuple<std::decay_t<P>...>{detail::launch_argument<std::decay_t<P>>(std::forward<A>(args))...},
+                                grid, block, smem, stream);
 }
 
 // A kernel expression launched as an ordinary call launches it: a template whose arguments are
@@ -237,26 +247,8 @@ cudaError_t launch_named(const char* name, void (*kernel)(P...), dim3 grid, dim3
 // not known here (messages use `name`).
 template <class Call, class... A>
 cudaError_t launch_call(const char* name, Call call, dim3 grid, dim3 block, std::size_t smem, cudaStream_t stream, A&&... args) {
-  struct Closure {
-    Call call;
-    std::tuple<std::decay_t<A>...> params;
-  };
-  auto c = std::make_shared<Closure>(Closure{call, {std::forward<A>(args)...}});
-  auto go = [c, name, grid, block, smem](cudaStream_t on) {
-    constexpr unsigned n_ptr = detail::count_pointer_params<std::decay_t<A>...>();
-    detail::PointerArg ptrs[n_ptr == 0 ? 1 : n_ptr];
-    detail::collect_pointer_args(ptrs, c->params);
-    const detail::Kernel k{name, nullptr,
-                           [](void* p) {
-                             auto* cl = static_cast<Closure*>(p);
-                             auto params = cl->params;  // each thread its own copy, as kernel parameters are
-                             std::apply(cl->call, params);
-                           },
-                           c.get(), Span<detail::PointerArg>(ptrs, n_ptr)};
-    return detail::launch(k, grid, block, smem, on);
-  };
-  if (detail::capturing(stream)) return detail::capture(stream, std::move(go));
-  return go(stream);
+  return detail::launch_closure(name, nullptr, call, std::tuple<std::decay_t<A>...>{std::forward<A>(args)...}, grid, block, smem,
+                                stream);
 }
 
 namespace detail {
@@ -310,4 +302,4 @@ cudaError_t launch(void (*kernel)(P...), dim3 grid, dim3 block, std::size_t smem
             return static_cast<typename decltype(kl_t)::type*>(__VA_ARGS__);                                      \
           },                                                                                                      \
           [](...) { return nullptr; }},                                                                           \
-      [=](auto&... kl_a) { __VA_ARGS__(kl_a...); }
+      [=](auto... kl_a) { __VA_ARGS__(kl_a...); }
