@@ -53,7 +53,7 @@ foreach(family ${families})
     target_compile_options(kl_${family}_simprof PRIVATE -include ${KERNELAB_SIM_DIR}/cuda_sim.h -O2 -Wall -Wextra
                            -fsanitize=thread --param=tsan-instrument-func-entry-exit=0 -fno-tree-vectorize -fno-tree-sra
                            -fsanitize-coverage=trace-pc -fno-reorder-blocks
-                           -fno-reorder-blocks-and-partition)
+                           -fno-reorder-blocks-and-partition -Wno-tsan)
     target_compile_definitions(kl_${family}_simprof PRIVATE KERNELAB_SIM_PROFILE=1)
     target_link_libraries(kl_${family}_simprof PRIVATE kl_base kl_sim)
     target_sources(kl_${family} PRIVATE $<TARGET_OBJECTS:kl_${family}_simprof>)

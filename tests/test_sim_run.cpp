@@ -153,6 +153,56 @@ TEST(SimRun, ExitedThreadsAtBarriersAndShufflesAsCudaAllows) {
   EXPECT_THAT(r.err, HasSubstr("kernelab sim: note: kernel 'normalize': "));
 }
 
+// Before: lane 4's read of exited lane 20 silently gave lane 4 its own value (a sum 4x off in
+// llm.c's matmul_backward_bias kernel 8 with no word why). Now warned at the shuffle.
+TEST(SimRun, ShuffleReadingAnExitedLaneIsWarnedAsUndefined) {
+  SimResult r = sim_run(program("shuffle_exited_source.cu"));
+  EXPECT_EQ(r.code, 1) << r.out << r.err;
+  EXPECT_THAT(r.err, HasSubstr("kernelab sim: warning: kernel 'warp_sum': __shfl_down_sync at "));
+  EXPECT_THAT(r.err, HasSubstr("shuffle_exited_source.cu:13"));
+  EXPECT_THAT(r.err, HasSubstr("(warp 0 lane 4) reads lane 20, which took no part"));
+  r = sim_run(program("shuffle_exited_source.cu") + " -- padded");
+  EXPECT_EQ(r.code, 0) << r.out << r.err;
+  EXPECT_THAT(r.out, HasSubstr("warp sum of 20 values (padded): 210, expected 210"));
+  EXPECT_THAT(r.err, Not(HasSubstr("warning")));
+}
+
+// Before: every program saw one H100-like device, so a program sized for its GPU (llm.c's
+// global_norm asserts grid < 1024 from the SM count) could not be tried as on a smaller one.
+TEST(SimRun, GpuOptionGivesTheProgramThatGpusFiguresAndLimits) {
+  SimResult r = sim_run(program("device_query.cu"));
+  EXPECT_EQ(r.code, 0) << r.err;
+  EXPECT_THAT(r.out, HasSubstr("kernelab SIMT simulator: 132 SMs (attribute 132), compute capability 9.0, 2048 threads/SM"));
+  EXPECT_THAT(r.out, HasSubstr("150 KiB of dynamic shared memory: no error, launch no error"));
+  r = sim_run("--gpu l4 " + program("device_query.cu"));
+  EXPECT_EQ(r.code, 0) << r.err;
+  EXPECT_THAT(r.out, HasSubstr("NVIDIA L4: 58 SMs (attribute 58), compute capability 8.9, 1536 threads/SM"));
+  EXPECT_THAT(r.out, HasSubstr("150 KiB of dynamic shared memory: invalid argument, launch invalid argument"));
+  r = sim_run("--gpu no-such-gpu " + program("device_query.cu"));
+  EXPECT_NE(r.code, 0);
+  EXPECT_THAT(r.err, HasSubstr("no-such-gpu"));
+}
+
+// Before: each of these failed to link, to compile, or (code under __CUDA_ARCH__) was left out.
+TEST(SimRun, TheToolkitSamplesCallsAndIdioms) {
+  const SimResult r = sim_run(program("toolkit_calls.cu"));
+  EXPECT_EQ(r.code, 0) << r.out << r.err;
+  EXPECT_THAT(r.out, Not(HasSubstr("WRONG")));
+  EXPECT_THAT(r.out, HasSubstr("default argument, thread_group, grid_group, __CUDA_ARCH__ code: ok"));
+  EXPECT_THAT(r.out, HasSubstr("device assert: device-side assert triggered"));
+  EXPECT_THAT(r.err, HasSubstr("toolkit_calls.cu:37: void checked(const int*, int): block: [0,0,0], thread: [1,0,0] "
+                               "Assertion `v[i] >= 0` failed."));
+}
+
+// Before: one source file only.
+TEST(SimRun, ProgramInSeveralFiles) {
+  SimResult r = sim_run(program("two_files_main.cc") + " " + program("two_files_kernels.cu"));
+  EXPECT_EQ(r.code, 0) << r.out << r.err;
+  EXPECT_THAT(r.out, HasSubstr("two files: 0 of 1000 wrong (no error)"));
+  r = sim_run(program("device_query.cu") + " -- " + program("two_files_kernels.cu"));  // after --: an argument
+  EXPECT_EQ(r.code, 0) << r.err;
+}
+
 TEST(SimRun, PlantedOutOfBoundsAccessesUnderMemcheck) {
   SimResult r = sim_run("--memcheck " + program("oob.cu") + " -- global");
   EXPECT_NE(r.code, 0);
@@ -248,11 +298,32 @@ TEST(SimRun, CublasAndCublasLtWithABiasEpilogue) {
   const SimResult r = sim_run(program("cublas_matmul.cu"));
   EXPECT_EQ(r.code, 0) << r.err;
   EXPECT_THAT(r.out, HasSubstr("cublas matmul: 0 values wrong"));
-  const TempProgram p("#include <cublas_v2.h>\nint main() { cublasHandle_t h; cublasCreate(&h); double a = 1;\n"
-                      "  return cublasDgemm(h, CUBLAS_OP_N, CUBLAS_OP_N, 1, 1, 1, &a, &a, 1, &a, 1, &a, &a, 1); }\n");
+}
+
+// Before: a cuBLAS call the simulator lacks (cublasDgemm_v2) failed the link; now it answers
+// CUBLAS_STATUS_NOT_SUPPORTED and is named once. Entry points that return no status stay named at link.
+TEST(SimRun, UncomputedCublasCallsAnswerNotSupportedAndAreNamedOnce) {
+  const SimResult r = sim_run(program("cublas_unsupported.cu"));
+  EXPECT_EQ(r.code, 0) << r.out << r.err;
+  EXPECT_THAT(r.out, HasSubstr("cublasDgemm: 15 and 15 (CUBLAS_STATUS_NOT_SUPPORTED is 15)"));
+  EXPECT_THAT(r.out, HasSubstr("version known, pointer mode device, cublasSgemm status 0, 0 of 9 wrong"));
+  const std::string said = "kernelab sim: cuBLAS: cublasDgemm_v2 is not supported (CUBLAS_STATUS_NOT_SUPPORTED)";
+  ASSERT_THAT(r.err, HasSubstr(said));
+  EXPECT_EQ(r.err.find(said), r.err.rfind(said)) << "said more than once: " << r.err;
+  const TempProgram p("#include <cublas_v2.h>\nint main() { return int(cublasGetCudartVersion()); }\n");
   const SimResult d = sim_run(p.arg());
   EXPECT_EQ(d.code, 2);
-  EXPECT_THAT(d.err, HasSubstr("the simulator does not implement cublasDgemm_v2"));
+  EXPECT_THAT(d.err, HasSubstr("the simulator does not implement cublasGetCudartVersion"));
+}
+
+// nvcc's -Xcompiler passes host-compiler flags (OpenMP here) to the compile and the link.
+TEST(SimRun, XcompilerFlagsReachTheHostCompiler) {
+  const TempProgram p("#include <omp.h>\n#include <cstdio>\nint main() { int n = 0;\n"
+                      "#pragma omp parallel reduction(+ : n)\n  n += 1;\n"
+                      "  std::printf(\"threads %d\\n\", n == omp_get_max_threads() ? 1 : 0); }\n");
+  const SimResult r = sim_run("-Xcompiler -fopenmp " + p.arg());
+  EXPECT_EQ(r.code, 0) << r.err;
+  EXPECT_THAT(r.out, HasSubstr("threads 1"));
 }
 
 TEST(SimRun, UnsimulatedRuntimeCallsAreNamed) {

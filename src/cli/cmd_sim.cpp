@@ -3,6 +3,7 @@
 // `kernelab sim bench`: what a simulated thread, barrier and shuffle cost on this machine.
 #include <fmt/format.h>
 
+#include <filesystem>
 #include <nlohmann/json.hpp>
 
 #include "cli/common.h"
@@ -19,6 +20,30 @@ namespace kl::cli {
 
 #if KERNELAB_HAVE_SIM
 
+// The hardware database's figures for a GPU as the simulated device takes them (KERNELAB_SIM_DEVICE).
+static std::string sim_device_text(const GpuSpec& g) {
+  const ArchLimits& a = find_arch(g.arch);
+  return fmt::format(
+      "name={};sms={};cc={}{};threads_per_sm={};blocks_per_sm={};regs_per_sm={};regs_per_block={};smem_per_sm={};"
+      "smem_optin={};reserved_smem={};l2_bytes={};memory_bytes={};clock_khz={}",
+      g.device_names.empty() ? g.name : g.device_names.front(), int(g.sm_count.value), a.cc_major, a.cc_minor,
+      a.max_threads_per_sm, a.max_blocks_per_sm, a.regs_per_sm, a.max_regs_per_block, a.smem_per_sm, a.max_smem_per_block, a.reserved_smem_per_block,
+      std::uint64_t(g.l2_bytes.value), std::uint64_t(g.memory_bytes.value), int(g.boost_clock_mhz.value * 1000));
+}
+
+// Before `--`, arguments that name source files are more of the program's sources.
+static void split_sources(kl::sim::RunRequest& r) {
+  const std::size_t before = r.args.size() - std::min<std::size_t>(r.args.size(), std::size_t(args_after_separator));
+  std::vector<std::string> program_args;
+  for (std::size_t i = 0; i < r.args.size(); ++i) {
+    const std::string ext = std::filesystem::path(r.args[i]).extension().string();
+    const bool source = ext == ".cu" || ext == ".cpp" || ext == ".cc" || ext == ".cxx";
+    if (i < before && source) r.more_sources.push_back(r.args[i]);
+    else program_args.push_back(r.args[i]);
+  }
+  r.args = program_args;
+}
+
 void add_sim(CLI::App& app) {
   auto* sim = app.add_subcommand("sim", "run CUDA programs on the CPU SIMT simulator (no GPU needed)");
   sim->require_subcommand(1);
@@ -33,18 +58,31 @@ void add_sim(CLI::App& app) {
   run->add_option("-I", req.include_dirs, "add an include directory")->allow_extra_args(false);
   run->add_option("--std", req.std, "the C++ dialect, also as -std=c++20 (default c++17, nvcc's default)")
       ->check(CLI::IsMember({"c++17", "c++20", "gnu++17", "gnu++20"}));
+  run->add_option("--Xcompiler", req.host_flags,
+                  "flags for the host compiler, comma-separated, as nvcc's -Xcompiler takes them (e.g. -Xcompiler -fopenmp)")
+      ->allow_extra_args(false)
+      ->delimiter(',');
   run->add_flag("-v,--verbose", req.verbose, "print the compile command and whether the build came from the cache");
   run->add_flag("--no-cache", req.no_cache, "compile even if a cached build exists");
   static bool profile_json = false;
-  static std::string profile_gpu = "h200";
+  static std::string gpu;
   run->add_flag("--profile", req.profile,
                 "count every launch's memory accesses as Nsight Compute does (instrumented build; blocks run one at a time)");
   run->add_flag("--json", profile_json, "with --profile: the counts as one JSON object on stdout (the program's output goes to stderr)");
-  run->add_option("--gpu", profile_gpu, "with --profile: the GPU whose L2 the DRAM model uses (kernelab specs)");
+  run->add_option("--gpu", gpu,
+                  "the GPU the program sees (kernelab specs: name, SMs, compute capability, per-SM limits, L2; "
+                  "default H100-like); with --profile also the L2 of the DRAM model (default h200)");
   run->add_option("--profile-blocks", req.profile_blocks, "with --profile: count only the first N blocks of each launch (0: all)");
   run->add_option("file", req.file, "the CUDA program (.cu)")->required();
-  run->add_option("args", req.args, "arguments for the program, after --");
+  run->add_option("args", req.args,
+                  "the program's other source files (.cu, .cpp, .cc, .cxx), then, after --, its arguments");
   run->callback([] {
+    split_sources(req);
+    if (!gpu.empty()) {
+      const ArchLimits& a = find_arch(find_gpu(gpu).arch);
+      req.device = sim_device_text(find_gpu(gpu));
+      req.cuda_arch = a.cc_major * 100 + a.cc_minor * 10;
+    }
     if (!req.profile) {
       if (profile_json) bad_input("sim run: --json goes with --profile");
       const int code = kl::sim::run_program(req);
@@ -52,7 +90,7 @@ void add_sim(CLI::App& app) {
       return;
     }
     if (req.race_check || req.memcheck) bad_input("sim run: --profile cannot be combined with --race-check or --memcheck");
-    req.profile_l2_bytes = std::uint64_t(find_gpu(profile_gpu).l2_bytes.value);
+    req.profile_l2_bytes = std::uint64_t(find_gpu(gpu.empty() ? "h200" : gpu).l2_bytes.value);
     req.program_stdout_to_stderr = profile_json;
     std::vector<kl::sim::LaunchProfile> launches;
     const int code = kl::sim::run_program(req, &launches);

@@ -8,6 +8,9 @@
 
 namespace kl::cli {
 
+int args_after_separator = 0;
+
+
 std::string flag_name(const std::string& name) {
   std::string f = "--" + name;
   std::replace(f.begin(), f.end(), '_', '-');

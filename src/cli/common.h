@@ -12,6 +12,10 @@
 
 namespace kl::cli {
 
+// How many command-line arguments follow the first `--` (main sets it): `sim run a.cu b.cpp --
+// x` tells the program's sources from its arguments by it.
+extern int args_after_separator;
+
 // The union of all ops' dimension and option flags on one subcommand; problem() keeps the
 // ones given and refuses those the chosen op does not have.
 class ProblemFlags {

@@ -23,11 +23,17 @@ int main(int argc, char** argv) {
   kl::cli::add_explain(app);
   kl::cli::add_sim(app);
   kl::cli::add_trace(app);
-  // `sim run -std=c++20 prog.cu` as a compiler takes it (CLI11 knows --std): before any `--`.
+  // `sim run -std=c++20 -Xcompiler -fopenmp prog.cu` as nvcc takes it: before any `--`.
   std::vector<std::string> args(argv, argv + argc);
-  for (std::string& a : args) {
-    if (a == "--") break;
-    if (a.rfind("-std=", 0) == 0) a.insert(0, "-");
+  for (std::size_t i = 0; i < args.size(); ++i) {
+    if (args[i] == "--") {
+      kl::cli::args_after_separator = int(args.size() - i - 1);
+      break;
+    }
+    if (args[i].rfind("-std=", 0) == 0) args[i].insert(0, "-");
+    // nvcc's -Xcompiler FLAGS (or -Xcompiler=FLAGS): CLI11 would read "-fopenmp" as options.
+    if (args[i] == "-Xcompiler" && i + 1 < args.size()) args[i] = "--Xcompiler=" + args[i + 1], args.erase(args.begin() + long(i) + 1);
+    else if (args[i].rfind("-Xcompiler=", 0) == 0) args[i].insert(0, "-");
   }
   std::vector<char*> args_c;
   for (std::string& a : args) args_c.push_back(a.data());

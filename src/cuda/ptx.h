@@ -13,7 +13,7 @@
 #pragma once
 #include <cstdint>
 
-#if defined(__CUDA_ARCH__)
+#if defined(__CUDA_ARCH__) && !defined(KERNELAB_SIM)  // `sim run` defines __CUDA_ARCH__ too
 #define KL_PTX_ASM 1  // nvcc, device pass: the instruction itself
 #elif defined(KERNELAB_SIM) || !defined(__CUDACC__)
 #define KL_PTX_TWIN 1  // host compiler: the simulator's twin

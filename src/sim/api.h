@@ -10,6 +10,7 @@
 // the last error; a kernel that fails (deadlock, fault) makes the context's error sticky
 // until cudaDeviceReset.
 #pragma once
+#include <cuda_profiler_api.h>  // before the macros below, so its declarations keep the real names
 #include <cuda_runtime.h>
 
 #include <cstddef>
@@ -60,10 +61,40 @@ cudaError_t kl_sim_cudaStreamDestroy(cudaStream_t stream);
 cudaError_t kl_sim_cudaStreamBeginCapture(cudaStream_t stream, cudaStreamCaptureMode mode);
 cudaError_t kl_sim_cudaStreamEndCapture(cudaStream_t stream, cudaGraph_t* graph);
 cudaError_t kl_sim_cudaGraphInstantiate(cudaGraphExec_t* exec, cudaGraph_t graph, unsigned long long flags = 0);
+// The C++ overloads of cuda_runtime.h: an event with flags, and the CUDA 11 instantiate.
+inline cudaError_t kl_sim_cudaEventCreate(cudaEvent_t* event, unsigned flags) {
+  return kl_sim_cudaEventCreateWithFlags(event, flags);
+}
+inline cudaError_t kl_sim_cudaGraphInstantiate(cudaGraphExec_t* exec, cudaGraph_t graph, cudaGraphNode_t*, char*, size_t) {
+  return kl_sim_cudaGraphInstantiate(exec, graph, 0);
+}
 cudaError_t kl_sim_cudaGraphLaunch(cudaGraphExec_t exec, cudaStream_t stream);
 cudaError_t kl_sim_cudaGraphDestroy(cudaGraph_t graph);
 cudaError_t kl_sim_cudaGraphExecDestroy(cudaGraphExec_t exec);
 cudaError_t kl_sim_cudaFuncSetAttribute_impl(const void* func, cudaFuncAttribute attr, int value);
+// Calls that change nothing a simulation shows, accepted as CUDA accepts them: device flags and
+// limits (kept and read back), host memory registration (host memory is device memory here),
+// stream callbacks and host functions (run at once, as all work is), the profiler's range, stream
+// attributes (L2 access policy windows) and managed-memory attachment.
+cudaError_t kl_sim_cudaSetDeviceFlags(unsigned flags);
+cudaError_t kl_sim_cudaDeviceCanAccessPeer(int* can, int device, int peer);  // one device: no peers
+cudaError_t kl_sim_cudaGetDeviceFlags(unsigned* flags);
+cudaError_t kl_sim_cudaDeviceSetLimit(cudaLimit limit, size_t value);
+cudaError_t kl_sim_cudaDeviceGetLimit(size_t* value, cudaLimit limit);
+cudaError_t kl_sim_cudaHostRegister(void* ptr, size_t bytes, unsigned flags);
+cudaError_t kl_sim_cudaHostUnregister(void* ptr);
+cudaError_t kl_sim_cudaHostGetDevicePointer(void** device, void* host, unsigned flags);
+cudaError_t kl_sim_cudaStreamAddCallback(cudaStream_t stream, cudaStreamCallback_t callback, void* user, unsigned flags);
+cudaError_t kl_sim_cudaLaunchHostFunc(cudaStream_t stream, cudaHostFn_t fn, void* user);
+cudaError_t kl_sim_cudaProfilerStart();
+cudaError_t kl_sim_cudaProfilerStop();
+cudaError_t kl_sim_cudaStreamSetAttribute(cudaStream_t stream, cudaStreamAttrID attr, const cudaStreamAttrValue* value);
+cudaError_t kl_sim_cudaCtxResetPersistingL2Cache();
+cudaError_t kl_sim_cudaMemPrefetchAsync(const void* ptr, size_t bytes, cudaMemLocation where, unsigned flags,
+                                        cudaStream_t stream = 0);
+cudaError_t kl_sim_cudaMemAdvise(const void* ptr, size_t bytes, cudaMemoryAdvise advice, cudaMemLocation where);
+cudaError_t kl_sim_cudaStreamAttachMemAsync(cudaStream_t stream, void* ptr, size_t bytes = 0,
+                                            unsigned flags = cudaMemAttachSingle);
 
 template <class T>
 cudaError_t kl_sim_cudaMalloc(T** ptr, size_t bytes) {
@@ -80,6 +111,10 @@ cudaError_t kl_sim_cudaHostAlloc(T** ptr, size_t bytes, unsigned flags) {
 template <class T>
 cudaError_t kl_sim_cudaMallocManaged(T** ptr, size_t bytes, unsigned flags = cudaMemAttachGlobal) {
   return kl_sim_cudaMallocManaged(reinterpret_cast<void**>(ptr), bytes, flags);
+}
+template <class T>
+cudaError_t kl_sim_cudaHostGetDevicePointer(T** device, void* host, unsigned flags) {
+  return kl_sim_cudaHostGetDevicePointer(reinterpret_cast<void**>(device), host, flags);
 }
 template <class F>
 cudaError_t kl_sim_cudaFuncSetAttribute(F* func, cudaFuncAttribute attr, int value) {
@@ -163,3 +198,21 @@ cudaError_t kl_sim_cudaGetSymbolAddress(void** ptr, const T& symbol) {
 #define cudaGraphDestroy kl_sim_cudaGraphDestroy
 #define cudaGraphExecDestroy kl_sim_cudaGraphExecDestroy
 #define cudaFuncSetAttribute kl_sim_cudaFuncSetAttribute
+#define cudaSetDeviceFlags kl_sim_cudaSetDeviceFlags
+#define cudaDeviceCanAccessPeer kl_sim_cudaDeviceCanAccessPeer
+#define cudaGetDeviceFlags kl_sim_cudaGetDeviceFlags
+#define cudaDeviceSetLimit kl_sim_cudaDeviceSetLimit
+#define cudaDeviceGetLimit kl_sim_cudaDeviceGetLimit
+#define cudaHostRegister kl_sim_cudaHostRegister
+#define cudaHostUnregister kl_sim_cudaHostUnregister
+#define cudaHostGetDevicePointer kl_sim_cudaHostGetDevicePointer
+#define cudaStreamAddCallback kl_sim_cudaStreamAddCallback
+#define cudaLaunchHostFunc kl_sim_cudaLaunchHostFunc
+#define cudaProfilerStart kl_sim_cudaProfilerStart
+#define cudaProfilerStop kl_sim_cudaProfilerStop
+#define cudaStreamSetAttribute kl_sim_cudaStreamSetAttribute
+#define cudaCtxResetPersistingL2Cache kl_sim_cudaCtxResetPersistingL2Cache
+#define cudaStreamAttachMemAsync kl_sim_cudaStreamAttachMemAsync
+#undef cudaMemPrefetchAsync
+#define cudaMemPrefetchAsync kl_sim_cudaMemPrefetchAsync
+#define cudaMemAdvise kl_sim_cudaMemAdvise

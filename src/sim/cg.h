@@ -21,6 +21,28 @@ class thread_block {
 };
 inline thread_block this_thread_block() { return {}; }
 
+// The grid as a group for its ranks and sizes (grid-stride loops); grid.sync() needs every block
+// resident at once, which the simulator does not do: it stops the kernel saying so.
+class grid_group {
+ public:
+  unsigned long long thread_rank() const {
+    const unsigned long long block = blockIdx.x + 1ull * gridDim.x * (blockIdx.y + 1ull * gridDim.y * blockIdx.z);
+    return block * (blockDim.x * blockDim.y * blockDim.z) + kl::sim::detail::thread_rank();
+  }
+  unsigned long long size() const {
+    return 1ull * gridDim.x * gridDim.y * gridDim.z * (blockDim.x * blockDim.y * blockDim.z);
+  }
+  unsigned long long num_threads() const { return size(); }
+  unsigned long long block_rank() const { return blockIdx.x + 1ull * gridDim.x * (blockIdx.y + 1ull * gridDim.y * blockIdx.z); }
+  unsigned long long num_blocks() const { return 1ull * gridDim.x * gridDim.y * gridDim.z; }
+  dim3 group_dim() const { return gridDim; }
+  bool is_valid() const { return false; }  // not a cooperative launch
+  [[noreturn]] void sync(const kl::sim::Site& w = kl::sim::Site::current()) const {
+    kl::sim::detail::fault("grid_group::sync() (a grid-wide barrier: cooperative launches are not simulated)", w);
+  }
+};
+inline grid_group this_grid() { return {}; }
+
 namespace detail {
 // The lanes of a group within its warp (`mask`), and this thread's place among them. Lanes
 // past the end of the block do not exist, so a partial warp's tiles leave them out.
@@ -92,15 +114,21 @@ inline unsigned tile_mask(unsigned n) {
 }
 }  // namespace detail
 
-// A tile of a runtime size (tiled_partition(parent, n)).
+// CUDA's generic group: the whole block (made from a thread_block) or a tile of a runtime
+// size (tiled_partition(parent, n), or a thread_block_tile passed as a thread_group).
 class thread_group : public detail::lane_group {
  public:
   explicit thread_group(unsigned n) : lane_group(detail::tile_mask(n)), n_(n) {}
-  unsigned meta_group_rank() const { return kl::sim::detail::thread_rank() / n_; }
-  unsigned meta_group_size() const { return (blockDim.x * blockDim.y * blockDim.z + n_ - 1) / n_; }
+  thread_group(const thread_block&) : lane_group(0xffffffffu), n_(0) {}
+  void sync(const kl::sim::Site& w = kl::sim::Site::current()) const { n_ ? lane_group::sync(w) : __syncthreads(w); }
+  unsigned thread_rank() const { return n_ ? lane_group::thread_rank() : kl::sim::detail::thread_rank(); }
+  unsigned size() const { return n_ ? lane_group::size() : blockDim.x * blockDim.y * blockDim.z; }
+  unsigned long long num_threads() const { return size(); }
+  unsigned meta_group_rank() const { return n_ ? kl::sim::detail::thread_rank() / n_ : 0; }
+  unsigned meta_group_size() const { return n_ ? (blockDim.x * blockDim.y * blockDim.z + n_ - 1) / n_ : 1; }
 
  private:
-  unsigned n_;
+  unsigned n_;  // the tile's size; 0: the whole block
 };
 
 template <unsigned N>
@@ -128,6 +156,16 @@ class coalesced_group : public detail::lane_group {
 };
 inline coalesced_group coalesced_threads(const kl::sim::Site& w = kl::sim::Site::current()) {
   return coalesced_group(__activemask(w));
+}
+
+// The parent's lanes with the same label (sm_70's match.any), and the lanes whose predicate agrees.
+template <class Parent>
+coalesced_group labeled_partition(const Parent& parent, int label, const kl::sim::Site& w = kl::sim::Site::current()) {
+  return coalesced_group(__match_any_sync(parent.kl_mask(), label, w));
+}
+template <class Parent>
+coalesced_group binary_partition(const Parent& parent, bool pred, const kl::sim::Site& w = kl::sim::Site::current()) {
+  return coalesced_group(__match_any_sync(parent.kl_mask(), int(pred), w));
 }
 
 template <class Group>

@@ -1,7 +1,8 @@
 // cuBLAS and cuBLASLt for the simulator (runtime/cublas.cpp: computed on the CPU). cuda_sim.h
 // includes this before the program's own #include <cublas_v2.h> / <cublasLt.h>, so these names
 // declare and call kl_sim_* functions with the toolkit's own signatures, and a binary can hold
-// them beside the real libraries. A function not listed here fails to link, and `sim run` names it.
+// them beside the real libraries. Every other entry point that returns a status is renamed by the
+// generated header below (src/sim/sim.cmake) to a stub answering CUBLAS_STATUS_NOT_SUPPORTED.
 #pragma once
 #define cublasCreate_v2 kl_sim_cublasCreate_v2
 #define cublasDestroy_v2 kl_sim_cublasDestroy_v2
@@ -10,6 +11,9 @@
 #define cublasSetWorkspace_v2 kl_sim_cublasSetWorkspace_v2
 #define cublasSetMathMode kl_sim_cublasSetMathMode
 #define cublasGetMathMode kl_sim_cublasGetMathMode
+#define cublasSetPointerMode_v2 kl_sim_cublasSetPointerMode_v2
+#define cublasGetPointerMode_v2 kl_sim_cublasGetPointerMode_v2
+#define cublasGetVersion_v2 kl_sim_cublasGetVersion_v2
 #define cublasGetStatusString kl_sim_cublasGetStatusString
 #define cublasSgemm_v2 kl_sim_cublasSgemm_v2
 #define cublasSgemmStridedBatched kl_sim_cublasSgemmStridedBatched
@@ -28,3 +32,4 @@
 #define cublasLtMatmulPreferenceSetAttribute kl_sim_cublasLtMatmulPreferenceSetAttribute
 #define cublasLtMatmulAlgoGetHeuristic kl_sim_cublasLtMatmulAlgoGetHeuristic
 #define cublasLtMatmul kl_sim_cublasLtMatmul
+#include "sim/cublas_unsupported_names.h"

@@ -83,3 +83,11 @@ namespace kl::sim::detail {
 inline const bool memcheck_serial = (require_serial_blocks(), true);
 }  // namespace kl::sim::detail
 #endif
+
+// `sim run` compiles a program once, as host and device code together; nvcc's device pass
+// defines __CUDA_ARCH__, so the driver defines it too (the simulated GPU's: 900 by default),
+// after the toolkit's headers, which would take their device-only paths. Device code under
+// `#if __CUDA_ARCH__ >= 700` is kept; host code under `#ifndef __CUDA_ARCH__` is not.
+#ifdef KERNELAB_SIM_CUDA_ARCH
+#define __CUDA_ARCH__ KERNELAB_SIM_CUDA_ARCH
+#endif

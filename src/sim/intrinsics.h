@@ -17,8 +17,11 @@
 #include <cuda_fp16.h>
 
 // ---- float and double math -------------------------------------------------------------------
-inline float rsqrtf(float x) { return 1.0f / std::sqrt(x); }
-inline double rsqrt(double x) { return 1.0 / std::sqrt(x); }
+// Templates, so that a host definition of the same name in a program's own header (the CUDA
+// samples' helper_math.h defines rsqrtf when not under nvcc, their mergeSort umin) is
+// preferred, not a redefinition. So are umin & co. below.
+template <class = void> inline float rsqrtf(float x) { return 1.0f / std::sqrt(x); }
+template <class = void> inline double rsqrt(double x) { return 1.0 / std::sqrt(x); }
 inline float rcbrtf(float x) { return 1.0f / std::cbrt(x); }
 inline float exp10f(float x) { return std::pow(10.0f, x); }
 inline float sinpif(float x) { return std::sin(float(M_PI) * x); }
@@ -135,6 +138,13 @@ inline unsigned __uhadd(unsigned a, unsigned b) { return unsigned(((unsigned lon
 inline unsigned __urhadd(unsigned a, unsigned b) { return unsigned(((unsigned long long)a + b + 1) >> 1); }
 inline unsigned __sad(int a, int b, unsigned c) { return c + unsigned(a > b ? (long long)a - b : (long long)b - a); }
 inline unsigned __usad(unsigned a, unsigned b, unsigned c) { return c + (a > b ? a - b : b - a); }
+
+template <class = void> inline unsigned umin(unsigned a, unsigned b) { return a < b ? a : b; }
+template <class = void> inline unsigned umax(unsigned a, unsigned b) { return a > b ? a : b; }
+template <class = void> inline long long llmin(long long a, long long b) { return a < b ? a : b; }
+template <class = void> inline long long llmax(long long a, long long b) { return a > b ? a : b; }
+template <class = void> inline unsigned long long ullmin(unsigned long long a, unsigned long long b) { return a < b ? a : b; }
+template <class = void> inline unsigned long long ullmax(unsigned long long a, unsigned long long b) { return a > b ? a : b; }
 
 // CUDA's min/max accept mixed integer types (the usual arithmetic conversions decide) and
 // treat floats as fminf/fmaxf do. std::min, where a program names it, is still std::min.

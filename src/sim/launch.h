@@ -176,7 +176,7 @@ void collect_pointer_args(PointerArg* out, const Tuple& params) {
           using V = std::decay_t<decltype(x)>;
           ++index;
           if constexpr (std::is_pointer_v<V> && std::is_object_v<std::remove_pointer_t<V>>)
-            out[k++] = {index, static_cast<const void*>(x)};
+            out[k++] = {index, const_cast<const void*>(static_cast<const volatile void*>(x))};
         };
         (note(v), ...);
         (void)note;  // a kernel without parameters
@@ -266,16 +266,21 @@ struct Overloaded : F... {
 };
 template <class... F>
 Overloaded(F...) -> Overloaded<F...>;
+template <class F>
+struct Arity : std::integral_constant<std::size_t, std::size_t(-1)> {};  // not one function
+template <class... P>
+struct Arity<void (*)(P...)> : std::integral_constant<std::size_t, sizeof...(P)> {};
 }  // namespace detail
 
 // `kernel<<<...>>>(args)` as `sim run` rewrites it: launch_any("kernel", KL_SIM_KERNEL(kernel), ...).
 // The kernel's address when the name is one function (or a specialisation named in full), else
-// the overload or specialisation whose parameters are exactly the arguments' types; else a call.
+// the overload or specialisation whose parameters are exactly the arguments' types; else a call
+// (which also fills in a kernel's default arguments).
 template <class Single, class Exact, class Call, class... A>
 cudaError_t launch_any(const char* name, Single single, Exact exact, Call call, dim3 grid, dim3 block, std::size_t smem,
                        cudaStream_t stream, A&&... args) {
   using ExactType = detail::TypeTag<void(std::decay_t<A>...)>;
-  if constexpr (!std::is_null_pointer_v<decltype(single(0))>)
+  if constexpr (detail::Arity<decltype(single(0))>::value == sizeof...(A))
     return launch_named(name, single(0), grid, block, smem, stream, std::forward<A>(args)...);
   else if constexpr (!std::is_null_pointer_v<decltype(exact(ExactType{}))>)
     return launch_named(name, exact(ExactType{}), grid, block, smem, stream, std::forward<A>(args)...);

@@ -53,11 +53,19 @@ T slot(const unsigned char* slots, unsigned lane) {
   return v;
 }
 
-// Lane `src` of a shuffle: its deposit if it took part, else the caller's own value (the
-// PTX result is undefined there; returning the own value keeps the run deterministic).
+// Warns once per kernel and site that a lane read a shuffle source that took no part.
+void undefined_shuffle_source(const char* what, int src, const Site& where);
+
+// Lane `src` of a shuffle: its deposit if it took part; the caller's own value when `src` is
+// outside the segment (as PTX specifies) or took no part (PTX: undefined; warned, and the own
+// value keeps the run deterministic).
 template <class T>
-T shfl_result(const unsigned char* slots, unsigned mask, int src, bool in_range, const T& own) {
-  return in_range && src >= 0 && src < 32 && (mask >> src & 1u) ? slot<T>(slots, unsigned(src)) : own;
+T shfl_result(const unsigned char* slots, unsigned mask, int src, bool in_range, const T& own, const char* what,
+              const Site& where) {
+  if (!in_range || src < 0 || src >= 32) return own;
+  if (mask >> src & 1u) return slot<T>(slots, unsigned(src));
+  undefined_shuffle_source(what, src, where);
+  return own;
 }
 
 inline void check_width(int width, const char* what, const Site& where) {
@@ -126,7 +134,7 @@ T __shfl_sync(unsigned mask, T var, int srcLane, int width = warpSize,
   check_width(width, "__shfl_sync with a width that is not a power of 2 in 1..32", w);
   const unsigned char* s = deposit(WarpOp::shfl_idx, mask, var, "__shfl_sync", w);
   const int first = int(lane()) & ~(width - 1);
-  return shfl_result(s, mask, first | (srcLane & (width - 1)), true, var);
+  return shfl_result(s, mask, first | (srcLane & (width - 1)), true, var, "__shfl_sync", w);
 }
 template <class T>
 T __shfl_up_sync(unsigned mask, T var, unsigned delta, int width = warpSize,
@@ -135,7 +143,7 @@ T __shfl_up_sync(unsigned mask, T var, unsigned delta, int width = warpSize,
   check_width(width, "__shfl_up_sync with a width that is not a power of 2 in 1..32", w);
   const unsigned char* s = deposit(WarpOp::shfl_up, mask, var, "__shfl_up_sync", w);
   const int first = int(lane()) & ~(width - 1), src = int(lane()) - int(delta);
-  return shfl_result(s, mask, src, src >= first, var);
+  return shfl_result(s, mask, src, src >= first, var, "__shfl_up_sync", w);
 }
 template <class T>
 T __shfl_down_sync(unsigned mask, T var, unsigned delta, int width = warpSize,
@@ -144,7 +152,7 @@ T __shfl_down_sync(unsigned mask, T var, unsigned delta, int width = warpSize,
   check_width(width, "__shfl_down_sync with a width that is not a power of 2 in 1..32", w);
   const unsigned char* s = deposit(WarpOp::shfl_down, mask, var, "__shfl_down_sync", w);
   const int last = (int(lane()) & ~(width - 1)) + width - 1, src = int(lane()) + int(delta);
-  return shfl_result(s, mask, src, src <= last, var);
+  return shfl_result(s, mask, src, src <= last, var, "__shfl_down_sync", w);
 }
 template <class T>
 T __shfl_xor_sync(unsigned mask, T var, int laneMask, int width = warpSize,
@@ -153,7 +161,7 @@ T __shfl_xor_sync(unsigned mask, T var, int laneMask, int width = warpSize,
   check_width(width, "__shfl_xor_sync with a width that is not a power of 2 in 1..32", w);
   const unsigned char* s = deposit(WarpOp::shfl_xor, mask, var, "__shfl_xor_sync", w);
   const int last = (int(lane()) & ~(width - 1)) + width - 1, src = int(lane()) ^ (laneMask & 31);
-  return shfl_result(s, mask, src, src <= last, var);
+  return shfl_result(s, mask, src, src <= last, var, "__shfl_xor_sync", w);
 }
 
 // ---- Votes, matches and warp reductions (over the lanes of the mask) ------------------------

@@ -104,10 +104,12 @@ std::vector<std::string> compile_flags(const RunRequest& r, const fs::path& sour
   std::vector<std::string> f = {"-std=" + r.std, "-O1", "-g", "-pthread", "-fstack-clash-protection",
                                 "-include", dir + "/cuda_sim.h",
                                 "-I", dir + "/shadow", "-I", fs::path(dir).parent_path().string(),
-                                "-I", KERNELAB_SIM_CUDA_INCLUDE,
+                                "-I", KERNELAB_SIM_GENERATED, "-I", KERNELAB_SIM_CUDA_INCLUDE,
                                 "-iquote", source.parent_path().string()};
   for (const std::string& d : r.include_dirs) f.insert(f.end(), {"-I", fs::absolute(d).string()});
+  f.push_back("-DKERNELAB_SIM_CUDA_ARCH=" + std::to_string(r.cuda_arch));
   for (const std::string& d : r.defines) f.push_back("-D" + d);
+  f.insert(f.end(), r.host_flags.begin(), r.host_flags.end());
   if (r.memcheck) f.insert(f.end(), {"-fsanitize=address", "-fno-omit-frame-pointer", "-DKERNELAB_SIM_MEMCHECK=1"});
   // Instrumented at compile time only: the hooks are the simulator's (runtime/tsan_hooks.cpp), not libtsan.
   if (r.profile)
@@ -119,7 +121,7 @@ std::vector<std::string> compile_flags(const RunRequest& r, const fs::path& sour
 
 std::string undefined_api_hint(const std::string& log) {
   std::string hint;
-  for (const char* api : {"undefined reference to `cuda", "undefined reference to `cublas"}) {
+  for (const char* api : {"undefined reference to `cu", "undefined reference to `nvrtc"}) {  // runtime, driver, cuBLAS, NVRTC
     for (std::size_t p = 0; (p = log.find(api, p)) != std::string::npos;) {
       const std::size_t s = p + 24, e = log.find_first_of("'(", s);
       const std::string name = log.substr(s, e - s);
@@ -208,16 +210,24 @@ std::string cache_dir() {
 }
 
 Build build_program(const RunRequest& r) {
-  const fs::path source = fs::absolute(r.file);
+  std::vector<std::string> shown = {r.file};  // messages name the files as the user wrote them
+  shown.insert(shown.end(), r.more_sources.begin(), r.more_sources.end());
   std::error_code ec;
-  if (!fs::is_regular_file(source, ec)) bad_input("sim run: cannot read " + r.file);
   std::vector<std::string> include_dirs;
   for (const std::string& d : r.include_dirs) include_dirs.push_back(fs::absolute(d).string());
   Rewriter rewriter(cache_dir(), include_dirs);
-  const std::string rewritten = rewriter.rewrite(source, r.file);  // messages name the file as the user wrote it
-  const std::vector<std::string> flags = compile_flags(r, source);
-  std::string key_text = rewritten + '\0' + rewriter.all_text() + KERNELAB_SIM_CXX + '\0' + identity(KERNELAB_SIM_LIBRARY);
-  for (const std::string& f : flags) key_text += '\0' + f;
+  std::vector<std::string> rewritten;
+  std::vector<std::vector<std::string>> flags;
+  std::string key_text;
+  for (const std::string& file : shown) {
+    const fs::path source = fs::absolute(file);
+    if (!fs::is_regular_file(source, ec)) bad_input("sim run: cannot read " + file);
+    rewritten.push_back(rewriter.rewrite(source, file));
+    flags.push_back(compile_flags(r, source));
+    key_text += rewritten.back() + '\0';
+    for (const std::string& f : flags.back()) key_text += f + '\0';
+  }
+  key_text += rewriter.all_text() + KERNELAB_SIM_CXX + '\0' + identity(KERNELAB_SIM_LIBRARY);
   char key[17];
   std::snprintf(key, sizeof key, "%016llx", static_cast<unsigned long long>(fnv1a(key_text)));
   const fs::path dir = fs::path(cache_dir()) / key, binary = dir / "program", depfile = dir / "program.d";
@@ -230,31 +240,46 @@ Build build_program(const RunRequest& r) {
   fs::create_directories(dir, ec);
   // Names of this process's own, renamed into place at the end: concurrent runs may race.
   const std::string pid = std::to_string(getpid());
-  const fs::path main_cpp = dir / ("main." + pid + ".cpp"), tmp_bin = dir / ("program." + pid),
-                 tmp_dep = dir / ("program." + pid + ".d");
-  std::ofstream(main_cpp, std::ios::binary) << rewritten;
-  std::vector<std::string> cmd = {KERNELAB_SIM_CXX};
-  cmd.insert(cmd.end(), flags.begin(), flags.end());
-  const fs::path object = dir / ("program." + pid + ".o");
-  const std::vector<std::string> link = {KERNELAB_SIM_CXX, "-pthread", object.string(), "-o", tmp_bin.string(),
-                                         KERNELAB_SIM_LIBRARY, KERNELAB_SIM_LINK_LIBS, "-ldl"};
-  if (r.profile)  // compiled, then linked without -fsanitize=thread (which would bring libtsan)
-    cmd.insert(cmd.end(), {"-MMD", "-MF", tmp_dep.string(), "-x", "c++", "-c", main_cpp.string(), "-o", object.string()});
-  else
-    cmd.insert(cmd.end(), {"-MMD", "-MF", tmp_dep.string(), "-x", "c++", main_cpp.string(), "-x", "none", "-o",
-                           tmp_bin.string(), KERNELAB_SIM_LIBRARY, KERNELAB_SIM_LINK_LIBS, "-ldl"});
-  if (r.verbose) {
-    std::string line = "kernelab sim: compiling:";
-    for (const std::string& c : cmd) line += " " + c;
-    std::fprintf(stderr, "%s\n", line.c_str());
+  const fs::path tmp_bin = dir / ("program." + pid), tmp_dep = dir / ("program." + pid + ".d");
+  // Each source compiled on its own, then linked; the profile build links without
+  // -fsanitize=thread (which would bring libtsan), the memcheck build with AddressSanitizer.
+  std::vector<std::vector<std::string>> steps;
+  std::vector<fs::path> temporaries;
+  std::vector<std::string> link = {KERNELAB_SIM_CXX, "-pthread"};
+  if (r.memcheck) link.push_back("-fsanitize=address");
+  link.insert(link.end(), r.host_flags.begin(), r.host_flags.end());
+  for (std::size_t i = 0; i < shown.size(); ++i) {
+    const std::string n = std::to_string(i) + "." + pid;
+    const fs::path cpp = dir / ("source" + n + ".cpp"), object = dir / ("source" + n + ".o"),
+                   dep = dir / ("source" + n + ".d");
+    std::ofstream(cpp, std::ios::binary) << rewritten[i];
+    std::vector<std::string> cmd = {KERNELAB_SIM_CXX};
+    cmd.insert(cmd.end(), flags[i].begin(), flags[i].end());
+    cmd.insert(cmd.end(), {"-MMD", "-MF", dep.string(), "-x", "c++", "-c", cpp.string(), "-o", object.string()});
+    steps.push_back(cmd);
+    link.push_back(object.string());
+    temporaries.insert(temporaries.end(), {cpp, object, dep});
   }
+  link.insert(link.end(), {"-o", tmp_bin.string(), KERNELAB_SIM_LIBRARY, KERNELAB_SIM_LINK_LIBS, "-ldl"});
+  steps.push_back(link);
   const auto t0 = std::chrono::steady_clock::now();
   std::string log;
-  int status = spawn(cmd, &log);
-  if (r.profile && WIFEXITED(status) && WEXITSTATUS(status) == 0) status = spawn(link, &log);
-  fs::remove(object, ec);
+  int status = 0;
+  for (const auto& cmd : steps) {
+    if (r.verbose) {
+      std::string line = "kernelab sim: compiling:";
+      for (const std::string& c : cmd) line += " " + c;
+      std::fprintf(stderr, "%s\n", line.c_str());
+    }
+    status = spawn(cmd, &log);
+    if (!WIFEXITED(status) || WEXITSTATUS(status) != 0) break;
+  }
   b.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
-  fs::remove(main_cpp, ec);
+  if (WIFEXITED(status) && WEXITSTATUS(status) == 0) {  // one dependency file for fresh(): the sources' together
+    std::ofstream deps(tmp_dep, std::ios::binary);
+    for (std::size_t i = 0; i < shown.size(); ++i) deps << read_file(temporaries[3 * i + 2]) << '\n';
+  }
+  for (const fs::path& t : temporaries) fs::remove(t, ec);
   if (!log.empty()) std::fputs(log.c_str(), stderr);
   if (!WIFEXITED(status) || WEXITSTATUS(status) != 0) {
     fs::remove(tmp_bin, ec), fs::remove(tmp_dep, ec);
@@ -282,6 +307,7 @@ int run_program(const RunRequest& r, std::vector<LaunchProfile>* profile) {
   sigaction(SIGINT, &ignore, &old_int), sigaction(SIGQUIT, &ignore, &old_quit);
   setenv("KERNELAB_SIM_FINDINGS", findings_path, 1);
   if (r.race_check) setenv("KERNELAB_SIM_RACE_CHECK", "1", 1);
+  if (!r.device.empty()) setenv("KERNELAB_SIM_DEVICE", r.device.c_str(), 1);
   if (r.verbose) setenv("KERNELAB_SIM_NOTES", "1", 1);  // what the program relies on that CUDA allows
   char profile_path[] = "/tmp/kernelab-sim-profile-XXXXXX";
   if (r.profile) {

@@ -11,11 +11,15 @@
 namespace kl::sim {
 
 struct RunRequest {
-  std::string file;                       // the .cu program
+  std::string file;                       // the .cu program (its main file: messages name it)
+  std::vector<std::string> more_sources;  // its other .cu/.cpp files, compiled and linked with it
   std::vector<std::string> args;          // its argv after the program name
   std::vector<std::string> defines;       // -D NAME[=VALUE]
   std::vector<std::string> include_dirs;  // -I DIR
+  std::vector<std::string> host_flags;    // -Xcompiler: for the host compiler, when compiling and linking
   std::string std = "c++17";              // the language dialect, nvcc's default unless -std= says otherwise
+  std::string device;                     // KERNELAB_SIM_DEVICE: the GPU the program sees (empty: H100-like)
+  int cuda_arch = 900;                    // __CUDA_ARCH__ for the program: the GPU's compute capability
   bool race_check = false;  // every launch forward and reverse; a difference fails the run
   bool memcheck = false;    // AddressSanitizer build, blocks one at a time; a bad access fails the run
   bool profile = false;     // instrumented build; every launch counted (sim/profile.h)

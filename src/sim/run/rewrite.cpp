@@ -179,18 +179,19 @@ bool word_at(const std::string& code, std::size_t p, std::string_view w) {
          (p + w.size() >= code.size() || !ident_char(code[p + w.size()]));
 }
 
-// `extern __shared__ [attributes] T name[...];` from `at` (the `extern`): the replacement,
-// or empty when the declaration is not of that form.
+// `extern __shared__ [attributes] T name[...];` (or `extern T __shared__ name[]`) from `at`
+// (the `extern`): the replacement, or empty when the declaration is not of that form.
 std::string dynamic_shared(const Scan& s, std::size_t at, std::size_t* end) {
-  std::size_t p = s.skip_space(at + 6);
-  if (!word_at(s.code, p, "__shared__")) return {};
-  const std::size_t semi = s.code.find(';', p);
+  const std::size_t semi = s.code.find(';', at);
   if (semi == std::string::npos) return {};
   std::string type;
-  std::size_t k = p + 10;
+  bool shared = false;
+  std::size_t k = at + 6;
   while (k < semi) {  // the type, without attributes
     k = s.skip_space(k);
-    if (word_at(s.code, k, "__align__") || word_at(s.code, k, "alignas") || word_at(s.code, k, "__attribute__")) {
+    if (word_at(s.code, k, "__shared__")) {
+      shared = true, k += 10;
+    } else if (word_at(s.code, k, "__align__") || word_at(s.code, k, "alignas") || word_at(s.code, k, "__attribute__")) {
       k = s.match(s.code.find('(', k)) + 1;
     } else if (s.code.compare(k, 2, "[[") == 0) {
       k = s.match(k) + 1;
@@ -199,13 +200,14 @@ std::string dynamic_shared(const Scan& s, std::size_t at, std::size_t* end) {
     } else {
       std::size_t e = k;
       while (e < semi && !std::isspace(static_cast<unsigned char>(s.code[e])) && s.code[e] != '[') ++e;
+      if (s.code.substr(k, e - k).find_first_of("(\"") != std::string::npos) return {};  // a function, extern "C"
       if (!type.empty()) type += ' ';
       type.append(s.src.substr(k, e - k));
       k = e;
     }
   }
   const std::size_t name_at = type.rfind(' ');
-  if (name_at == std::string::npos || s.code[k] != '[') return {};
+  if (!shared || name_at == std::string::npos || s.code[k] != '[') return {};
   const std::string name = type.substr(name_at + 1), t = type.substr(0, name_at);
   *end = semi + 1;
   return "static thread_local " + t + "*& " + name + " = ::kl::sim::dynamic_shared<" + t + ">();";

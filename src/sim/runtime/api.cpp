@@ -170,7 +170,7 @@ void check_guard_bytes(const std::string& kernel) {
   {
     std::lock_guard lock(alloc_mutex);
     for (auto& [base, a] : live) {
-      if (std::strcmp(a.kind, "__device__ symbol") == 0) continue;
+      if (std::strcmp(a.kind, "__device__ symbol") == 0 || std::strcmp(a.kind, "cudaHostRegister") == 0) continue;
       auto* g = const_cast<unsigned char*>(reinterpret_cast<const unsigned char*>(a.base + a.bytes));
       std::size_t first = guard, last = 0;
       for (std::size_t k = 0; k < guard; ++k)
@@ -416,11 +416,97 @@ cudaError_t kl_sim_cudaGraphExecDestroy(cudaGraphExec_t exec) {
 
 cudaError_t kl_sim_cudaFuncSetAttribute_impl(const void* func, cudaFuncAttribute attr, int value) {
   if (attr == cudaFuncAttributeMaxDynamicSharedMemorySize) {
-    if (value < 0 || size_t(value) > kMaxDynamicSmem)
+    if (value < 0 || size_t(value) > sim_device().smem_optin)
       return fail(cudaErrorInvalidValue, "cudaFuncSetAttribute",
-                  std::to_string(value) + " bytes exceed the device's " + std::to_string(kMaxDynamicSmem) + " per block");
+                  std::to_string(value) + " bytes exceed the device's " + std::to_string(sim_device().smem_optin) +
+                      " per block");
     std::lock_guard lock(alloc_mutex);
     kernel_smem_limit[func] = value;
   }
   return cudaSuccess;  // the other attributes (carveout...) do not change a simulation
+}
+
+// ---- Calls that change nothing a simulation shows -------------------------------------------
+
+namespace {
+unsigned device_flags = 0;
+std::map<cudaLimit, size_t> limits;
+}  // namespace
+
+cudaError_t kl_sim_cudaSetDeviceFlags(unsigned flags) {
+  device_flags = flags;
+  return cudaSuccess;
+}
+cudaError_t kl_sim_cudaDeviceCanAccessPeer(int* can, int device, int peer) {
+  if (!can || device != 0 || peer != 0) return fail(cudaErrorInvalidDevice, "cudaDeviceCanAccessPeer", "the simulator has one device");
+  *can = 0;
+  return cudaSuccess;
+}
+cudaError_t kl_sim_cudaGetDeviceFlags(unsigned* flags) {
+  if (!flags) return fail(cudaErrorInvalidValue, "cudaGetDeviceFlags", "the result pointer is null");
+  *flags = device_flags;
+  return cudaSuccess;
+}
+cudaError_t kl_sim_cudaDeviceSetLimit(cudaLimit limit, size_t value) {
+  std::lock_guard lock(alloc_mutex);
+  limits[limit] = value;
+  return cudaSuccess;
+}
+cudaError_t kl_sim_cudaDeviceGetLimit(size_t* value, cudaLimit limit) {
+  if (!value) return fail(cudaErrorInvalidValue, "cudaDeviceGetLimit", "the result pointer is null");
+  std::lock_guard lock(alloc_mutex);
+  auto it = limits.find(limit);
+  if (it == limits.end()) return fail(cudaErrorInvalidValue, "cudaDeviceGetLimit", "the simulator knows only limits the program set");
+  *value = it->second;
+  return cudaSuccess;
+}
+cudaError_t kl_sim_cudaHostRegister(void* ptr, size_t bytes, unsigned) {
+  if (!ptr || bytes == 0) return fail(cudaErrorInvalidValue, "cudaHostRegister", "a null pointer or 0 bytes");
+  std::lock_guard lock(alloc_mutex);
+  const char* b = static_cast<const char*>(ptr);
+  if (live.count(b)) return fail(cudaErrorHostMemoryAlreadyRegistered, "cudaHostRegister", "the range is registered already");
+  live[b] = Allocation{b, bytes, "cudaHostRegister"};
+  return cudaSuccess;
+}
+cudaError_t kl_sim_cudaHostUnregister(void* ptr) {
+  std::lock_guard lock(alloc_mutex);
+  auto it = live.find(static_cast<const char*>(ptr));
+  if (it == live.end() || std::strcmp(it->second.kind, "cudaHostRegister") != 0)
+    return fail(cudaErrorHostMemoryNotRegistered, "cudaHostUnregister", "the pointer was not registered");
+  live.erase(it);
+  return cudaSuccess;
+}
+cudaError_t kl_sim_cudaHostGetDevicePointer(void** device, void* host, unsigned) {
+  Allocation a{};
+  if (!device || !find_allocation(host, &a) || std::strcmp(a.kind, "cudaMalloc") == 0)
+    return fail(cudaErrorInvalidValue, "cudaHostGetDevicePointer", "the pointer is not pinned or registered host memory");
+  *device = host;  // one address space here
+  return cudaSuccess;
+}
+cudaError_t kl_sim_cudaStreamAddCallback(cudaStream_t s, cudaStreamCallback_t callback, void* user, unsigned) {
+  if (!stream_is_valid(s) || !callback) return fail(cudaErrorInvalidValue, "cudaStreamAddCallback", "invalid stream or callback");
+  callback(s, sticky_error(), user);  // the stream's earlier work is done: all work runs at once
+  return cudaSuccess;
+}
+cudaError_t kl_sim_cudaLaunchHostFunc(cudaStream_t s, cudaHostFn_t fn, void* user) {
+  if (!stream_is_valid(s) || !fn) return fail(cudaErrorInvalidValue, "cudaLaunchHostFunc", "invalid stream or function");
+  if (capturing(s)) return capture(s, [fn, user](cudaStream_t) { fn(user); return cudaSuccess; });
+  fn(user);
+  return cudaSuccess;
+}
+cudaError_t kl_sim_cudaProfilerStart() { return cudaSuccess; }
+cudaError_t kl_sim_cudaProfilerStop() { return cudaSuccess; }
+cudaError_t kl_sim_cudaStreamSetAttribute(cudaStream_t s, cudaStreamAttrID, const cudaStreamAttrValue*) {
+  return stream_is_valid(s) ? cudaSuccess : fail(cudaErrorInvalidResourceHandle, "cudaStreamSetAttribute", "invalid stream");
+}
+cudaError_t kl_sim_cudaCtxResetPersistingL2Cache() { return cudaSuccess; }
+cudaError_t kl_sim_cudaStreamAttachMemAsync(cudaStream_t s, void*, size_t, unsigned) {
+  return stream_is_valid(s) ? cudaSuccess : fail(cudaErrorInvalidResourceHandle, "cudaStreamAttachMemAsync", "invalid stream");
+}
+cudaError_t kl_sim_cudaMemPrefetchAsync(const void* ptr, size_t bytes, cudaMemLocation, unsigned, cudaStream_t s) {
+  if (!stream_is_valid(s)) return fail(cudaErrorInvalidResourceHandle, "cudaMemPrefetchAsync", "invalid stream");
+  return device_range_ok(ptr, bytes, "cudaMemPrefetchAsync", "range") ? cudaSuccess : cudaErrorInvalidValue;
+}
+cudaError_t kl_sim_cudaMemAdvise(const void* ptr, size_t bytes, cudaMemoryAdvise, cudaMemLocation) {
+  return device_range_ok(ptr, bytes, "cudaMemAdvise", "range") ? cudaSuccess : cudaErrorInvalidValue;
 }

@@ -12,24 +12,27 @@
 #include <set>
 #include <string>
 
+#include "sim/runtime/cublas_unsupported.h"
 #include "sim/runtime/internal.h"
 
 struct cublasContext {
   cudaStream_t stream = nullptr;
   cublasMath_t math = CUBLAS_DEFAULT_MATH;
+  cublasPointerMode_t pointer_mode = CUBLAS_POINTER_MODE_HOST;  // device memory is host memory here: both read alike
 };
 struct cublasLtContext {};
 
 namespace kl::sim::detail {
-namespace {
 
-cublasStatus_t unsupported(const std::string& what) {
+cublasStatus_t cublas_unsupported(const std::string& what) {
   static std::mutex m;
   static std::set<std::string> said;
   std::lock_guard lock(m);
   if (said.insert(what).second) std::fprintf(stderr, "kernelab sim: cuBLAS: %s is not supported (CUBLAS_STATUS_NOT_SUPPORTED)\n", what.c_str());
   return CUBLAS_STATUS_NOT_SUPPORTED;
 }
+
+namespace {
 
 bool known_type(cudaDataType t) { return t == CUDA_R_32F || t == CUDA_R_16F || t == CUDA_R_16BF; }
 
@@ -97,8 +100,8 @@ cublasStatus_t strided_batched(cublasHandle_t h, cublasOperation_t ta, cublasOpe
                                cudaDataType bt, int ldb, long long sb, const void* beta, void* C, cudaDataType ct, int ldc,
                                long long sc, int batch, cudaDataType scale, const char* what) {
   if (!h) return CUBLAS_STATUS_NOT_INITIALIZED;
-  if (!known_type(at) || !known_type(bt) || !known_type(ct)) return unsupported(std::string(what) + " with these data types");
-  if ((ta != CUBLAS_OP_N && ta != CUBLAS_OP_T) || (tb != CUBLAS_OP_N && tb != CUBLAS_OP_T)) return unsupported(std::string(what) + " with a conjugate transpose");
+  if (!known_type(at) || !known_type(bt) || !known_type(ct)) return cublas_unsupported(std::string(what) + " with these data types");
+  if ((ta != CUBLAS_OP_N && ta != CUBLAS_OP_T) || (tb != CUBLAS_OP_N && tb != CUBLAS_OP_T)) return cublas_unsupported(std::string(what) + " with a conjugate transpose");
   if (m < 0 || n < 0 || k < 0 || batch < 0 || lda < std::max(1, ta == CUBLAS_OP_N ? m : k) ||
       ldb < std::max(1, tb == CUBLAS_OP_N ? k : n) || ldc < std::max(1, m))
     return CUBLAS_STATUS_INVALID_VALUE;
@@ -180,6 +183,22 @@ cublasStatus_t kl_sim_cublasGetMathMode(cublasHandle_t h, cublasMath_t* mode) {
   if (mode) *mode = h->math;
   return CUBLAS_STATUS_SUCCESS;
 }
+cublasStatus_t kl_sim_cublasSetPointerMode_v2(cublasHandle_t h, cublasPointerMode_t mode) {
+  if (!h) return CUBLAS_STATUS_NOT_INITIALIZED;
+  h->pointer_mode = mode;
+  return CUBLAS_STATUS_SUCCESS;
+}
+cublasStatus_t kl_sim_cublasGetPointerMode_v2(cublasHandle_t h, cublasPointerMode_t* mode) {
+  if (!h) return CUBLAS_STATUS_NOT_INITIALIZED;
+  if (mode) *mode = h->pointer_mode;
+  return CUBLAS_STATUS_SUCCESS;
+}
+cublasStatus_t kl_sim_cublasGetVersion_v2(cublasHandle_t h, int* version) {
+  if (!h) return CUBLAS_STATUS_NOT_INITIALIZED;
+  if (!version) return CUBLAS_STATUS_INVALID_VALUE;
+  *version = CUBLAS_VERSION;  // the toolkit's headers the program was compiled against
+  return CUBLAS_STATUS_SUCCESS;
+}
 const char* kl_sim_cublasGetStatusString(cublasStatus_t s) {
   switch (s) {
     case CUBLAS_STATUS_SUCCESS: return "CUBLAS_STATUS_SUCCESS";
@@ -254,7 +273,7 @@ cublasStatus_t kl_sim_cublasLtMatmulDescSetAttribute(cublasLtMatmulDesc_t desc, 
     case CUBLASLT_MATMUL_DESC_POINTER_MODE:  // host or device scalars: the same memory here
     case CUBLASLT_MATMUL_DESC_FAST_ACCUM:    // accumulation is float64 here whatever is asked
     case CUBLASLT_MATMUL_DESC_SM_COUNT_TARGET: break;
-    default: return unsupported("cublasLtMatmulDescSetAttribute attribute " + std::to_string(int(attr)));
+    default: return cublas_unsupported("cublasLtMatmulDescSetAttribute attribute " + std::to_string(int(attr)));
   }
   return ok ? CUBLAS_STATUS_SUCCESS : CUBLAS_STATUS_INVALID_VALUE;
 }
@@ -280,9 +299,9 @@ cublasStatus_t kl_sim_cublasLtMatrixLayoutSetAttribute(cublasLtMatrixLayout_t la
     case CUBLASLT_MATRIX_LAYOUT_LD: ok = set_from<std::int64_t>(&l.ld, buf, size); break;
     case CUBLASLT_MATRIX_LAYOUT_BATCH_COUNT: ok = set_from<std::int32_t>(&l.batch, buf, size); break;
     case CUBLASLT_MATRIX_LAYOUT_STRIDED_BATCH_OFFSET: ok = set_from<std::int64_t>(&l.stride, buf, size); break;
-    default: return unsupported("cublasLtMatrixLayoutSetAttribute attribute " + std::to_string(int(attr)));
+    default: return cublas_unsupported("cublasLtMatrixLayoutSetAttribute attribute " + std::to_string(int(attr)));
   }
-  if (ok && l.order != CUBLASLT_ORDER_COL && l.order != CUBLASLT_ORDER_ROW) return unsupported("a matrix order other than COL or ROW");
+  if (ok && l.order != CUBLASLT_ORDER_COL && l.order != CUBLASLT_ORDER_ROW) return cublas_unsupported("a matrix order other than COL or ROW");
   return ok ? CUBLAS_STATUS_SUCCESS : CUBLAS_STATUS_INVALID_VALUE;
 }
 cublasStatus_t kl_sim_cublasLtMatmulPreferenceCreate(cublasLtMatmulPreference_t* p) {
@@ -321,7 +340,7 @@ cublasStatus_t kl_sim_cublasLtMatmul(cublasLtHandle_t h, cublasLtMatmulDesc_t de
   const Layout &la = *reinterpret_cast<Layout*>(Adesc), &lb = *reinterpret_cast<Layout*>(Bdesc),
                &lc = *reinterpret_cast<Layout*>(Cdesc), &ld = *reinterpret_cast<Layout*>(Ddesc);
   if (!known_type(la.type) || !known_type(lb.type) || !known_type(lc.type) || !known_type(ld.type))
-    return unsupported("cublasLtMatmul with these data types");
+    return cublas_unsupported("cublasLtMatmul with these data types");
   Epilogue epi;
   switch (d.epilogue) {
     case CUBLASLT_EPILOGUE_DEFAULT: epi = Epilogue::none; break;
@@ -330,7 +349,7 @@ cublasStatus_t kl_sim_cublasLtMatmul(cublasLtHandle_t h, cublasLtMatmulDesc_t de
     case CUBLASLT_EPILOGUE_GELU_BIAS: epi = Epilogue::gelu_bias; break;
     case CUBLASLT_EPILOGUE_RELU: epi = Epilogue::relu; break;
     case CUBLASLT_EPILOGUE_RELU_BIAS: epi = Epilogue::relu_bias; break;
-    default: return unsupported("cublasLtMatmul epilogue " + std::to_string(int(d.epilogue)));
+    default: return cublas_unsupported("cublasLtMatmul epilogue " + std::to_string(int(d.epilogue)));
   }
   const bool ta = d.ta == CUBLAS_OP_T, tb = d.tb == CUBLAS_OP_T;
   const std::int64_t m = std::int64_t(ld.rows), n = std::int64_t(ld.cols), k = std::int64_t(ta ? la.rows : la.cols);

@@ -1,6 +1,9 @@
-// The simulated device as the runtime API describes it: H100-like limits (the ones the
-// launch checks enforce), and CUDA's error names and strings.
+// The simulated device as the runtime API describes it: H100-like limits, or those of the GPU
+// `sim run --gpu` names (the launch checks enforce them), and CUDA's error names and strings.
+#include <cstdio>
+#include <cstdlib>
 #include <cstring>
+#include <string>
 
 #include "sim/runtime/internal.h"
 
@@ -24,9 +27,53 @@ namespace {
   X(cudaErrorAssert, "device-side assert triggered")                       \
   X(cudaErrorNotSupported, "operation not supported")
 
-constexpr int kSms = 132;
+// "name=NVIDIA L4;sms=58;..." -> SimDevice; an unknown key or a bad number stops the program.
+kl::sim::detail::SimDevice parse_device(const char* text) {
+  kl::sim::detail::SimDevice d;
+  std::string s = text;
+  for (std::size_t at = 0; at < s.size();) {
+    std::size_t end = s.find(';', at);
+    if (end == std::string::npos) end = s.size();
+    const std::string item = s.substr(at, end - at), key = item.substr(0, item.find('='));
+    const std::string value = item.find('=') == std::string::npos ? "" : item.substr(item.find('=') + 1);
+    at = end + 1;
+    if (key == "name") {
+      d.name = value;
+      continue;
+    }
+    char* rest = nullptr;
+    const unsigned long long v = std::strtoull(value.c_str(), &rest, 10);
+    if (value.empty() || *rest) {
+      std::fprintf(stderr, "kernelab sim: KERNELAB_SIM_DEVICE: '%s' is not key=number\n", item.c_str());
+      std::exit(2);
+    }
+    if (key == "sms") d.sms = int(v);
+    else if (key == "cc") d.cc_major = int(v / 10), d.cc_minor = int(v % 10);
+    else if (key == "threads_per_sm") d.threads_per_sm = int(v);
+    else if (key == "blocks_per_sm") d.blocks_per_sm = int(v);
+    else if (key == "regs_per_sm") d.regs_per_sm = int(v);
+    else if (key == "regs_per_block") d.regs_per_block = int(v);
+    else if (key == "clock_khz") d.clock_khz = int(v);
+    else if (key == "smem_per_sm") d.smem_per_sm = v;
+    else if (key == "smem_optin") d.smem_optin = v < kl::sim::detail::kMaxDynamicSmem ? v : kl::sim::detail::kMaxDynamicSmem;
+    else if (key == "reserved_smem") d.reserved_smem = v;
+    else if (key == "l2_bytes") d.l2_bytes = v;
+    else if (key == "memory_bytes") d.memory_bytes = v;
+    else {
+      std::fprintf(stderr, "kernelab sim: KERNELAB_SIM_DEVICE: unknown key '%s'\n", key.c_str());
+      std::exit(2);
+    }
+  }
+  return d;
+}
 
 }  // namespace
+
+const kl::sim::detail::SimDevice& kl::sim::detail::sim_device() {
+  static const SimDevice d = std::getenv("KERNELAB_SIM_DEVICE") ? parse_device(std::getenv("KERNELAB_SIM_DEVICE"))
+                                                                 : SimDevice{};
+  return d;
+}
 
 const char* kl_sim_cudaGetErrorString(cudaError_t e) {
 #define X(code, text) \
@@ -46,26 +93,27 @@ const char* kl_sim_cudaGetErrorName(cudaError_t e) {
 
 cudaError_t kl_sim_cudaGetDeviceProperties(cudaDeviceProp* p, int device) {
   if (device != 0 || !p) return cudaErrorInvalidDevice;
+  const kl::sim::detail::SimDevice& d = kl::sim::detail::sim_device();
   *p = cudaDeviceProp{};
-  std::strncpy(p->name, "kernelab SIMT simulator", sizeof p->name - 1);
-  p->totalGlobalMem = 80ull << 30;
+  std::strncpy(p->name, d.name.c_str(), sizeof p->name - 1);
+  p->totalGlobalMem = d.memory_bytes;
   p->sharedMemPerBlock = kl::sim::detail::kDefaultSmem;
-  p->sharedMemPerBlockOptin = kl::sim::detail::kMaxDynamicSmem;
-  p->sharedMemPerMultiprocessor = 228 * 1024;
-  p->reservedSharedMemPerBlock = 1024;
-  p->regsPerBlock = 65536;
-  p->regsPerMultiprocessor = 65536;
+  p->sharedMemPerBlockOptin = d.smem_optin;
+  p->sharedMemPerMultiprocessor = d.smem_per_sm;
+  p->reservedSharedMemPerBlock = d.reserved_smem;
+  p->regsPerBlock = d.regs_per_block;
+  p->regsPerMultiprocessor = d.regs_per_sm;
   p->warpSize = 32;
   p->memPitch = 2147483647;
   p->maxThreadsPerBlock = 1024;
   p->maxThreadsDim[0] = 1024, p->maxThreadsDim[1] = 1024, p->maxThreadsDim[2] = 64;
   p->maxGridSize[0] = 2147483647, p->maxGridSize[1] = 65535, p->maxGridSize[2] = 65535;
   p->totalConstMem = 65536;
-  p->major = 9, p->minor = 0;
-  p->multiProcessorCount = kSms;
-  p->maxThreadsPerMultiProcessor = 2048;
-  p->maxBlocksPerMultiProcessor = 32;
-  p->l2CacheSize = 50 * 1024 * 1024;
+  p->major = d.cc_major, p->minor = d.cc_minor;
+  p->multiProcessorCount = d.sms;
+  p->maxThreadsPerMultiProcessor = d.threads_per_sm;
+  p->maxBlocksPerMultiProcessor = d.blocks_per_sm;
+  p->l2CacheSize = int(d.l2_bytes);
   p->memoryBusWidth = 5120;
   p->concurrentKernels = 1;
   p->asyncEngineCount = 2;
@@ -100,6 +148,25 @@ cudaError_t kl_sim_cudaDeviceGetAttribute(int* v, cudaDeviceAttr attr, int devic
     case cudaDevAttrMaxThreadsPerMultiProcessor: *v = p.maxThreadsPerMultiProcessor; break;
     case cudaDevAttrMaxRegistersPerBlock: *v = p.regsPerBlock; break;
     case cudaDevAttrL2CacheSize: *v = p.l2CacheSize; break;
+    case cudaDevAttrMaxBlocksPerMultiprocessor: *v = p.maxBlocksPerMultiProcessor; break;
+    case cudaDevAttrMaxRegistersPerMultiprocessor: *v = p.regsPerMultiprocessor; break;
+    case cudaDevAttrTotalConstantMemory: *v = int(p.totalConstMem); break;
+    case cudaDevAttrClockRate: *v = kl::sim::detail::sim_device().clock_khz; break;
+    case cudaDevAttrComputeMode: *v = cudaComputeModeDefault; break;
+    case cudaDevAttrIntegrated: *v = 0; break;
+    case cudaDevAttrEccEnabled: *v = 0; break;
+    case cudaDevAttrKernelExecTimeout: *v = 0; break;  // no watchdog: a hang is the deadlock report's job
+    case cudaDevAttrConcurrentKernels: *v = p.concurrentKernels; break;
+    case cudaDevAttrAsyncEngineCount: *v = p.asyncEngineCount; break;
+    case cudaDevAttrGpuOverlap: *v = p.asyncEngineCount > 0; break;
+    case cudaDevAttrUnifiedAddressing: *v = p.unifiedAddressing; break;
+    case cudaDevAttrCanMapHostMemory: *v = p.canMapHostMemory; break;
+    case cudaDevAttrManagedMemory: *v = p.managedMemory; break;
+    case cudaDevAttrConcurrentManagedAccess: *v = 1; break;  // host and device memory are one here
+    case cudaDevAttrPageableMemoryAccess: *v = 1; break;
+    case cudaDevAttrGlobalL1CacheSupported: *v = p.globalL1CacheSupported; break;
+    case cudaDevAttrCooperativeLaunch: *v = 0; break;  // no grid-wide sync: blocks do not all run at once here
+    case cudaDevAttrMemoryPoolsSupported: *v = 0; break;
     default: return cudaErrorInvalidValue;
   }
   return cudaSuccess;

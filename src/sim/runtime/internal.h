@@ -90,6 +90,7 @@ Worker& worker();                 // this OS thread's, created on first use
 Worker* current_worker();         // null on a thread that never ran a block
 void prepare(Worker& w, Launch& launch);  // stacks, slots and shared memory for this launch
 void run_block(Worker& w, Launch& launch, unsigned long long linear_block);
+[[noreturn]] void device_assert(const char* expr, const char* file, unsigned line, const char* function);
 
 // memory.cpp: fiber stacks, the dynamic shared memory window, signals and sanitizer hooks.
 Stack new_stack(std::size_t bytes);
@@ -104,8 +105,19 @@ void asan_poison(const void* p, std::size_t n);
 void asan_start_switch(void** fake_stack, const void* bottom, std::size_t size);
 void asan_finish_switch(void* fake_stack, const void** bottom_old, std::size_t* size_old);
 
-inline constexpr std::size_t kMaxDynamicSmem = 227 * 1024;  // H100's opt-in limit per block
+inline constexpr std::size_t kMaxDynamicSmem = 227 * 1024;  // the largest opt-in limit per block (H100)
 inline constexpr std::size_t kDefaultSmem = 48 * 1024;      // without cudaFuncSetAttribute
+
+// The device the program sees: H100 SXM-like (hardware database h100-sxm) unless `sim run --gpu` describes one of the hardware
+// database in KERNELAB_SIM_DEVICE ("key=value;..." as the driver writes it).
+struct SimDevice {
+  std::string name = "kernelab SIMT simulator";
+  int sms = 132, cc_major = 9, cc_minor = 0, threads_per_sm = 2048, blocks_per_sm = 32, regs_per_sm = 65536,
+      regs_per_block = 65536, clock_khz = 1980000;
+  std::size_t smem_per_sm = 228 * 1024, smem_optin = kMaxDynamicSmem, reserved_smem = 1024,
+              l2_bytes = 50ull << 20, memory_bytes = 80ull << 30;
+};
+const SimDevice& sim_device();
 
 // "kernel 'k' block (1,0,0) thread (3,0,0)", the context of every message.
 std::string where_text(const Worker& w, const SimThread& t);

@@ -128,10 +128,10 @@ cudaError_t check_config(const std::string& name, const void* kernel, dim3 g, di
     return refuse(cudaErrorInvalidConfiguration, name, "block " + dim_text(b) + " exceeds the per-dimension limits (1024,1024,64)");
   if (g.x > 2147483647u || g.y > 65535 || g.z > 65535)
     return refuse(cudaErrorInvalidConfiguration, name, "grid " + dim_text(g) + " exceeds the limits (2147483647,65535,65535)");
-  if (smem > kMaxDynamicSmem)
+  if (smem > sim_device().smem_optin)
     return refuse(cudaErrorInvalidValue, name,
                   std::to_string(smem) + " bytes of dynamic shared memory exceed the device's " +
-                      std::to_string(kMaxDynamicSmem) + " per block");
+                      std::to_string(sim_device().smem_optin) + " per block");
   if (smem > dynamic_smem_limit(kernel))
     return refuse(cudaErrorInvalidValue, name,
                   std::to_string(smem) + " bytes of dynamic shared memory exceed " + std::to_string(dynamic_smem_limit(kernel)) +
@@ -172,6 +172,10 @@ cudaError_t run(const Kernel& k, const std::string& name, dim3 grid, dim3 block,
   execute(L);
   check_guard_bytes(name);
   if (!L.failed) return sticky_error();
+  if (L.error_kind == "assert") {  // the program's own check, printed as a GPU prints it: its exit code decides
+    set_error(cudaErrorAssert, true);
+    return cudaErrorAssert;
+  }
   record_finding(L.error_kind, L.error);
   set_error(cudaErrorLaunchFailure, true);
   return cudaErrorLaunchFailure;

@@ -363,6 +363,21 @@ const unsigned char* warp_collective(WarpOp op, unsigned mask, const void* mine,
   return &slots.result[0][0];
 }
 
+// A shuffle that reads a lane which took no part (exited, or not in the mask) reads a value
+// PTX leaves undefined: a bug of the program whenever the reader uses it, so said without -v.
+void undefined_shuffle_source(const char* what, int src, const Site& where) {
+  static std::mutex m;
+  static std::set<std::string> said;
+  SimThread& me = self(what, where);
+  const Launch& L = *tls_worker->launch;
+  std::lock_guard lock(m);
+  if (!said.insert(L.name + " " + site_text(where)).second) return;
+  std::fprintf(stderr,
+               "kernelab sim: warning: kernel '%s': %s at %s: %s reads lane %d, which took no part (it has exited "
+               "or is not in the mask); CUDA leaves that value undefined, the simulator returns the reader's own\n",
+               L.name.c_str(), what, site_text(where).c_str(), lane_text(me).c_str(), src);
+}
+
 unsigned active_mask(const Site& where) {
   SimThread& me = self("__activemask()", where);
   me.wait = Wait::activemask, me.where = where;
@@ -376,6 +391,16 @@ void yield_thread() {
 }
 
 AsyncCopies& async_copies() { return tls_worker->async[self("cp.async", Site::current()).index]; }
+
+// CUDA's device-side assert: the message as a GPU prints it, the kernel stops, and the
+// context's error becomes cudaErrorAssert (launch.cpp). The program decides what follows.
+[[noreturn]] void device_assert(const char* expr, const char* file, unsigned line, const char* function) {
+  SimThread& me = *tls_worker->current;
+  const uint3 b = tls_worker->block;
+  std::fprintf(stderr, "%s:%u: %s: block: [%u,%u,%u], thread: [%u,%u,%u] Assertion `%s` failed.\n", file, line, function,
+               b.x, b.y, b.z, me.tid.x, me.tid.y, me.tid.z, expr);
+  fail_here(*tls_worker, me, "assert", std::string("device-side assert `") + expr + "` at " + file + ":" + std::to_string(line));
+}
 
 void fault(const char* what, const Site& where) {
   SimThread& me = self(what, where);
