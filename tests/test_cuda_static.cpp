@@ -341,6 +341,11 @@ TEST(ListCuda, JsonGivesEachCudaVariantItsStaticFacts) {
       EXPECT_TRUE(v.at("ptx_claims").is_array());
       ASSERT_FALSE(v.at("configs").empty());
       for (const auto& c : v.at("configs")) EXPECT_TRUE(c.contains("name") && c.contains("threads_per_block"));
+      if (v.value("peer", false)) {  // cuBLAS & co.: their kernels are not ours to list
+        EXPECT_EQ(v.at("static"), "no kernel of ours: the library launches its own");
+        EXPECT_FALSE(v.contains("registers"));
+        continue;
+      }
       if (!kl::cuda_static_expected()) {
         EXPECT_EQ(v.at("static"), kl::kNoCudaCompiler);
         continue;

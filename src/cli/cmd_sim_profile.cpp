@@ -102,7 +102,7 @@ void add_sim_profile(CLI::App& sim) {
     std::vector<RungProfile> rungs;
     std::vector<double> plain_seconds;
     for (const Variant* v : chosen_variants(op, variants)) {
-      if (v->backend != Backend::cuda) continue;
+      if (v->backend != Backend::cuda || v->peer) continue;  // a library peer's kernels are not ours to count
       for (const Config* c : chosen_configs(*v, configs, false)) {
         if (v->supports_config(p, *c)) continue;
         rungs.push_back(profile_variant(op, *v, *c, prep, *devs.present.front(), options, gpu));

@@ -12,13 +12,6 @@
 #include <cuda_fp16.h>
 #endif
 
-// `#pragma unroll` for nvcc; the host compiler of the simulator build does not know it.
-#if defined(KERNELAB_SIM)
-#define KL_UNROLL
-#else
-#define KL_UNROLL _Pragma("unroll")
-#endif
-
 namespace kl::KL_TARGET::rowwise {
 
 // ---- elements: fp32, fp16, bf16 in memory; fp32 in registers ------------------------------

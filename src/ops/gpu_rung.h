@@ -59,6 +59,13 @@
 #define KL_SHARED(T, name, dims) __shared__ T name dims
 #endif
 
+// `#pragma unroll` for nvcc; the host compiler of the simulator build does not know it.
+#if defined(KERNELAB_SIM)
+#define KL_UNROLL
+#else
+#define KL_UNROLL _Pragma("unroll")
+#endif
+
 // The kernel ref of a kernel (a template-id like softmax_warp<float, 4> may hold commas).
 #define KL_KERNEL(...) ::kl::KL_TARGET::kernel_ref<__VA_ARGS__>()
 // The function the registry calls for this file; KL_RUNG_ID is the file's path, set by the build.
@@ -87,6 +94,7 @@ template <class P> struct RungConfig {
 
 template <class P> struct Rung {
   std::string op = {}, name = {}, note = {};
+  bool peer = false;  // a library (cuBLAS...) rather than a kernel of ours
   std::function<Reason(const P&)> supports = nullptr;
   std::function<size_t(const P&)> workspace_bytes = nullptr;
   std::vector<RungConfig<P>> configs = {};
@@ -115,6 +123,7 @@ template <class P> Variant variant_of(const Rung<P>& r, std::source_location whe
   v.name = r.name;
   v.backend = Backend::cuda;
   v.note = r.note;
+  v.peer = r.peer;
   v.source = ops_relative_path(where.file_name());
   v.ladder_number = ladder_number_of(v.source);
   if (r.supports) v.supports = [f = r.supports](const Problem& p) { return f(p.as<P>()); };

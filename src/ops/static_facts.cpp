@@ -344,8 +344,10 @@ nlohmann::json variant_static_json(const Variant& v, const CudaStatic& s) {
   nlohmann::json j = {{"source", v.source}, {"ptx_claims", claims}};
   if (!v.configs.empty() && v.configs.front().threads_per_block) j["threads_per_block"] = v.configs.front().threads_per_block;
   const ObjectFacts* o = s.available() ? s.find(v.source) : nullptr;
-  if (!o) {
-    j["static"] = !s.available() ? s.why_not : fmt::format("not available: {} holds no object for {}", s.dir, v.source);
+  if (!o || v.peer) {
+    j["static"] = v.peer            ? std::string("no kernel of ours: the library launches its own")
+                  : !s.available() ? s.why_not
+                                   : fmt::format("not available: {} holds no object for {}", s.dir, v.source);
     nlohmann::json configs = nlohmann::json::array();
     for (const Config& c : v.configs) configs.push_back({{"name", c.name}, {"threads_per_block", c.threads_per_block}});
     j["configs"] = configs;
@@ -365,6 +367,7 @@ nlohmann::json variant_static_json(const Variant& v, const CudaStatic& s) {
 }
 
 std::string variant_resources_line(const Variant& v, const CudaStatic& s) {
+  if (v.peer) return "no kernel of ours: the library launches its own";
   const ObjectFacts* o = s.available() ? s.find(v.source) : nullptr;
   if (!o || v.configs.empty())
     return !s.available() ? s.why_not : fmt::format("not available: no object for {}", v.source);

@@ -174,6 +174,7 @@ std::vector<CudaVariantRow> cuda_variant_rows(const std::vector<CheckTally>& tal
         r.gpu = "not yet run on a GPU";
       }
       if (!sim) r.memory = "not profiled: " + (sim_absent.empty() ? std::string("the simulator did not run") : sim_absent);
+      else if (v.peer) r.memory = "not profiled: a library peer launches its own kernels";
       else if (!op.profile_cases) r.memory = "not profiled: the op names no profile cases";
       else if (!v.configs.front().sim_profile_run) r.memory = "not profiled: this build has no profiling version of the rung";
       else r.profiles = profile_rung(op, v, *sim, gpu);

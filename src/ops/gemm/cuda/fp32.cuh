@@ -1,0 +1,46 @@
+// What the fp32 CUDA-core gemm rungs share: the operands as the kernels take them, the
+// epilogue D = alpha*acc + beta*C (C is not read when beta is 0), and which problems the
+// tiled rungs take (fp32, A and B row-major: their tiles are loaded along rows).
+#pragma once
+#include <cstdint>
+
+#include "ops/gemm/gemm.h"
+#include "ops/gpu_rung.h"
+
+namespace kl::KL_TARGET::gemm_fp32 {
+
+struct Operands {
+  const float* __restrict__ a;
+  const float* __restrict__ b;
+  const float* __restrict__ c;
+  float* __restrict__ d;
+  int m, n, k;
+  float alpha, beta;
+};
+
+inline Operands operands(const GemmParams& p, const Args& x) {
+  return {static_cast<const float*>(x.in[0].data()), static_cast<const float*>(x.in[1].data()),
+          static_cast<const float*>(x.in[2].data()), static_cast<float*>(x.out[0].data()),
+          static_cast<int>(p.m), static_cast<int>(p.n), static_cast<int>(p.k),
+          static_cast<float>(p.alpha), static_cast<float>(p.beta)};
+}
+
+__device__ __forceinline__ void store(const Operands& o, int i, int j, float acc) {
+  const int64_t at = static_cast<int64_t>(i) * o.n + j;
+  o.d[at] = o.beta != 0.0f ? o.alpha * acc + o.beta * o.c[at] : o.alpha * acc;
+}
+
+inline Reason fp32_only(const GemmParams& p) {
+  if (p.a != DType::f32 || p.b != DType::f32 || p.c != DType::f32 || p.d != DType::f32)
+    return "an fp32 CUDA-core rung: fp16 and bf16 go to the tensor-core rungs";
+  if (p.m > INT32_MAX || p.n > INT32_MAX || p.k > INT32_MAX) return "m, n and k must fit in 32 bits";
+  return {};
+}
+
+inline Reason fp32_row_major(const GemmParams& p) {
+  if (Reason r = fp32_only(p)) return r;
+  if (p.a_col || p.b_col) return "row-major A and B only: its tiles are loaded along rows (a_layout=row, b_layout=row)";
+  return {};
+}
+
+}  // namespace kl::KL_TARGET::gemm_fp32
