@@ -81,7 +81,7 @@ KL_RUNGS {
                      .supports = gemm_fp32::fp32_row_major,
                      .configs = {{.name = "128x128x8_8x8",
                                   .threads = kThreads,
-                                  .kernels = {{{KL_KERNEL(gemm_vectorized)}, {"v4.f32", "ld.shared.v4.f32"}, {"LDG.E.128", "LDS.128"}}},
+                                  .kernels = {{{KL_KERNEL(gemm_vectorized)}, {"ld.global.nc.v4.f32", "ld.shared.v4.f32"}, {"LDG.E.128", "LDS.128"}}},
                                   .run = launch}}};
   return {variant_of(r)};
 }
