@@ -30,6 +30,33 @@ __device__ __forceinline__ void store(const Operands& o, int i, int j, float acc
   o.d[at] = o.beta != 0.0f ? o.alpha * acc + o.beta * o.c[at] : o.alpha * acc;
 }
 
+// A(i, l) and B(l, j) stored row- or column-major (the naive rungs take every layout).
+__device__ __forceinline__ float a_at(const Operands& o, int i, int l, bool a_col) {
+  return a_col ? o.a[static_cast<int64_t>(l) * o.m + i] : o.a[static_cast<int64_t>(i) * o.k + l];
+}
+__device__ __forceinline__ float b_at(const Operands& o, int l, int j, bool b_col) {
+  return b_col ? o.b[static_cast<int64_t>(j) * o.k + l] : o.b[static_cast<int64_t>(l) * o.n + j];
+}
+
+// A TM x TN square of accumulators into D at (i0, j0), the part inside D.
+template <int TM, int TN>
+__device__ __forceinline__ void store_square(const Operands& o, int i0, int j0, const float (&acc)[TM][TN]) {
+  KL_UNROLL
+  for (int r = 0; r < TM; ++r)
+    KL_UNROLL
+    for (int c = 0; c < TN; ++c)
+      if (i0 + r < o.m && j0 + c < o.n) store(o, i0 + r, j0 + c, acc[r][c]);
+}
+
+// x[at .. at+4) with zeros past the `left` elements the row still has. `vec`: at is 4-aligned
+// and the row length a multiple of 4, so the four are all in or all out and one 16-byte load
+// takes them; otherwise element by element (a float4 would be misaligned).
+__device__ __forceinline__ float4 load4(const float* __restrict__ x, int64_t at, int left, bool vec) {
+  if (vec) return left > 0 ? *reinterpret_cast<const float4*>(x + at) : make_float4(0.0f, 0.0f, 0.0f, 0.0f);
+  return make_float4(left > 0 ? x[at] : 0.0f, left > 1 ? x[at + 1] : 0.0f, left > 2 ? x[at + 2] : 0.0f,
+                     left > 3 ? x[at + 3] : 0.0f);
+}
+
 inline Reason fp32_only(const GemmParams& p) {
   if (p.a != DType::f32 || p.b != DType::f32 || p.c != DType::f32 || p.d != DType::f32)
     return "an fp32 CUDA-core rung: fp16 and bf16 go to the tensor-core rungs";

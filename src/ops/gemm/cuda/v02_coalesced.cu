@@ -16,9 +16,7 @@ __global__ void gemm_coalesced(Operands o, bool a_col, bool b_col) {
   if (i >= o.m || j >= o.n) return;
   float acc = 0.0f;
   for (int l = 0; l < o.k; ++l) {
-    const float x = a_col ? o.a[static_cast<int64_t>(l) * o.m + i] : o.a[static_cast<int64_t>(i) * o.k + l];
-    const float y = b_col ? o.b[static_cast<int64_t>(j) * o.k + l] : o.b[static_cast<int64_t>(l) * o.n + j];
-    acc += x * y;
+    acc += gemm_fp32::a_at(o, i, l, a_col) * gemm_fp32::b_at(o, l, j, b_col);
   }
   gemm_fp32::store(o, i, j, acc);
 }

@@ -20,7 +20,7 @@ __global__ void gemm_1d_blocktile(Operands o) {
   const int tcol = t % kBN, trow = t / kBN;  // this thread's outputs: rows trow*8 .. +8 of column tcol
   const int a_r = t / kBK, a_c = t % kBK;    // the A element this thread loads
   const int b_r = t / kBN, b_c = t % kBN;    // the B element
-  float acc[kTM] = {};
+  float acc[kTM][1] = {};  // a column of 8
   for (int l0 = 0; l0 < o.k; l0 += kBK) {
     const int ai = row0 + a_r, al = l0 + a_c, bl = l0 + b_r, bj = col0 + b_c;
     As[a_r][a_c] = ai < o.m && al < o.k ? o.a[static_cast<int64_t>(ai) * o.k + al] : 0.0f;
@@ -30,15 +30,11 @@ __global__ void gemm_1d_blocktile(Operands o) {
     for (int l = 0; l < kBK; ++l) {
       const float b = Bs[l][tcol];
       KL_UNROLL
-      for (int r = 0; r < kTM; ++r) acc[r] += As[trow * kTM + r][l] * b;
+      for (int r = 0; r < kTM; ++r) acc[r][0] += As[trow * kTM + r][l] * b;
     }
     __syncthreads();
   }
-  KL_UNROLL
-  for (int r = 0; r < kTM; ++r) {
-    const int i = row0 + trow * kTM + r, j = col0 + tcol;
-    if (i < o.m && j < o.n) gemm_fp32::store(o, i, j, acc[r]);
-  }
+  gemm_fp32::store_square(o, row0 + trow * kTM, col0 + tcol, acc);
 }
 
 void launch(const GemmParams& p, const Args& a) {

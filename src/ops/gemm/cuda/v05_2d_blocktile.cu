@@ -45,13 +45,7 @@ __global__ void gemm_2d_blocktile(Operands o) {
     }
     __syncthreads();
   }
-  KL_UNROLL
-  for (int r = 0; r < kTM; ++r)
-    KL_UNROLL
-    for (int c = 0; c < kTN; ++c) {
-      const int i = row0 + trow * kTM + r, j = col0 + tcol * kTN + c;
-      if (i < o.m && j < o.n) gemm_fp32::store(o, i, j, acc[r][c]);
-    }
+  gemm_fp32::store_square(o, row0 + trow * kTM, col0 + tcol * kTN, acc);
 }
 
 void launch(const GemmParams& p, const Args& a) {

@@ -15,14 +15,6 @@ constexpr int kBM = 128, kBN = 128, kBK = 8, kTM = 8, kTN = 8;
 constexpr int kThreads = (kBM / kTM) * (kBN / kTN);  // 256
 static_assert(kBM * kBK / 4 == kThreads && kBK * kBN / 4 == kThreads, "one float4 of A and one of B per thread");
 
-// x[at .. at+4), zeros past `limit` elements of the row (`vec`: at is 4-aligned and the row
-// length a multiple of 4, so the four are all in or all out).
-__device__ __forceinline__ float4 load4(const float* __restrict__ x, int64_t at, int left, bool vec) {
-  if (vec) return left > 0 ? *reinterpret_cast<const float4*>(x + at) : make_float4(0.0f, 0.0f, 0.0f, 0.0f);
-  return make_float4(left > 0 ? x[at] : 0.0f, left > 1 ? x[at + 1] : 0.0f, left > 2 ? x[at + 2] : 0.0f,
-                     left > 3 ? x[at + 3] : 0.0f);
-}
-
 __global__ void gemm_vectorized(Operands o) {
   KL_SHARED(float4, As4, [kBK][kBM / 4]);  // float4s for 16-byte alignment, used as floats:
   KL_SHARED(float4, Bs4, [kBK][kBN / 4]);
@@ -39,8 +31,8 @@ __global__ void gemm_vectorized(Operands o) {
   alignas(16) float reg_n[kTN];
   for (int l0 = 0; l0 < o.k; l0 += kBK) {
     const int ai = row0 + ar, bl = l0 + br;
-    const float4 a = load4(o.a, static_cast<int64_t>(ai) * o.k + l0 + ac, ai < o.m ? o.k - (l0 + ac) : 0, a_vec);
-    const float4 b = load4(o.b, static_cast<int64_t>(bl) * o.n + col0 + bc, bl < o.k ? o.n - (col0 + bc) : 0, b_vec);
+    const float4 a = gemm_fp32::load4(o.a, static_cast<int64_t>(ai) * o.k + l0 + ac, ai < o.m ? o.k - (l0 + ac) : 0, a_vec);
+    const float4 b = gemm_fp32::load4(o.b, static_cast<int64_t>(bl) * o.n + col0 + bc, bl < o.k ? o.n - (col0 + bc) : 0, b_vec);
     As[ac + 0][ar] = a.x, As[ac + 1][ar] = a.y, As[ac + 2][ar] = a.z, As[ac + 3][ar] = a.w;
     *reinterpret_cast<float4*>(&Bs[br][bc]) = b;
     __syncthreads();
@@ -57,13 +49,7 @@ __global__ void gemm_vectorized(Operands o) {
     }
     __syncthreads();
   }
-  KL_UNROLL
-  for (int r = 0; r < kTM; ++r)
-    KL_UNROLL
-    for (int c = 0; c < kTN; ++c) {
-      const int i = row0 + trow * kTM + r, j = col0 + tcol * kTN + c;
-      if (i < o.m && j < o.n) gemm_fp32::store(o, i, j, acc[r][c]);
-    }
+  gemm_fp32::store_square(o, row0 + trow * kTM, col0 + tcol * kTN, acc);
 }
 
 void launch(const GemmParams& p, const Args& a) {

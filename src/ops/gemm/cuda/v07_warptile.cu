@@ -20,12 +20,6 @@ constexpr int kLoads = kBM * kBK / 4 / kThreads;  // float4s of A (and of B) per
 static_assert((kSubM / kTM) * (kSubN / kTN) == 32, "a sub-tile is 32 lanes' squares");
 static_assert(kBK * kBN / 4 / kThreads == kLoads, "as many B float4s as A float4s");
 
-__device__ __forceinline__ float4 load4(const float* __restrict__ x, int64_t at, int left, bool vec) {
-  if (vec) return left > 0 ? *reinterpret_cast<const float4*>(x + at) : make_float4(0.0f, 0.0f, 0.0f, 0.0f);
-  return make_float4(left > 0 ? x[at] : 0.0f, left > 1 ? x[at + 1] : 0.0f, left > 2 ? x[at + 2] : 0.0f,
-                     left > 3 ? x[at + 3] : 0.0f);
-}
-
 __global__ void gemm_warptile(Operands o) {
   KL_SHARED(float4, As4, [kBK][kBM / 4]);
   KL_SHARED(float4, Bs4, [kBK][kBN / 4]);
@@ -43,8 +37,8 @@ __global__ void gemm_warptile(Operands o) {
       const int e = t + s * kThreads;
       const int ar = e / (kBK / 4), ac = (e % (kBK / 4)) * 4, br = e / (kBN / 4), bc = (e % (kBN / 4)) * 4;
       const int ai = row0 + ar, bl = l0 + br;
-      const float4 a = load4(o.a, static_cast<int64_t>(ai) * o.k + l0 + ac, ai < o.m ? o.k - (l0 + ac) : 0, a_vec);
-      const float4 b = load4(o.b, static_cast<int64_t>(bl) * o.n + col0 + bc, bl < o.k ? o.n - (col0 + bc) : 0, b_vec);
+      const float4 a = gemm_fp32::load4(o.a, static_cast<int64_t>(ai) * o.k + l0 + ac, ai < o.m ? o.k - (l0 + ac) : 0, a_vec);
+      const float4 b = gemm_fp32::load4(o.b, static_cast<int64_t>(bl) * o.n + col0 + bc, bl < o.k ? o.n - (col0 + bc) : 0, b_vec);
       As[ac + 0][ar] = a.x, As[ac + 1][ar] = a.y, As[ac + 2][ar] = a.z, As[ac + 3][ar] = a.w;
       *reinterpret_cast<float4*>(&Bs[br][bc]) = b;
     }
@@ -73,13 +67,7 @@ __global__ void gemm_warptile(Operands o) {
   for (int wm = 0; wm < kIterM; ++wm)
     KL_UNROLL
     for (int wn = 0; wn < kIterN; ++wn)
-      KL_UNROLL
-      for (int r = 0; r < kTM; ++r)
-        KL_UNROLL
-        for (int c = 0; c < kTN; ++c) {
-          const int i = row0 + wrow + wm * kSubM + lrow + r, j = col0 + wcol + wn * kSubN + lcol + c;
-          if (i < o.m && j < o.n) gemm_fp32::store(o, i, j, acc[wm][wn][r][c]);
-        }
+      gemm_fp32::store_square(o, row0 + wrow + wm * kSubM + lrow, col0 + wcol + wn * kSubN + lcol, acc[wm][wn]);
 }
 
 void launch(const GemmParams& p, const Args& a) {
