@@ -38,6 +38,15 @@ __device__ __forceinline__ float b_at(const Operands& o, int l, int j, bool b_co
   return b_col ? o.b[static_cast<int64_t>(j) * o.k + l] : o.b[static_cast<int64_t>(l) * o.n + j];
 }
 
+// acc += m n^T: TM x TN multiply-adds from TM + TN registers (the register-blocking step).
+template <int TM, int TN>
+__device__ __forceinline__ void outer_product(float (&acc)[TM][TN], const float (&m)[TM], const float (&n)[TN]) {
+  KL_UNROLL
+  for (int r = 0; r < TM; ++r)
+    KL_UNROLL
+    for (int c = 0; c < TN; ++c) acc[r][c] += m[r] * n[c];
+}
+
 // A TM x TN square of accumulators into D at (i0, j0), the part inside D.
 template <int TM, int TN>
 __device__ __forceinline__ void store_square(const Operands& o, int i0, int j0, const float (&acc)[TM][TN]) {

@@ -38,10 +38,7 @@ __global__ void gemm_2d_blocktile(Operands o) {
       for (int r = 0; r < kTM; ++r) reg_m[r] = As[trow * kTM + r][l];
       KL_UNROLL
       for (int c = 0; c < kTN; ++c) reg_n[c] = Bs[l][tcol * kTN + c];
-      KL_UNROLL
-      for (int r = 0; r < kTM; ++r)
-        KL_UNROLL
-        for (int c = 0; c < kTN; ++c) acc[r][c] += reg_m[r] * reg_n[c];
+      gemm_fp32::outer_product(acc, reg_m, reg_n);
     }
     __syncthreads();
   }

@@ -42,10 +42,7 @@ __global__ void gemm_vectorized(Operands o) {
       for (int r = 0; r < kTM; r += 4) *reinterpret_cast<float4*>(&reg_m[r]) = *reinterpret_cast<const float4*>(&As[l][trow * kTM + r]);
       KL_UNROLL
       for (int c = 0; c < kTN; c += 4) *reinterpret_cast<float4*>(&reg_n[c]) = *reinterpret_cast<const float4*>(&Bs[l][tcol * kTN + c]);
-      KL_UNROLL
-      for (int r = 0; r < kTM; ++r)
-        KL_UNROLL
-        for (int c = 0; c < kTN; ++c) acc[r][c] += reg_m[r] * reg_n[c];
+      gemm_fp32::outer_product(acc, reg_m, reg_n);
     }
     __syncthreads();
   }

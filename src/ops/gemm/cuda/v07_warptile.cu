@@ -55,10 +55,7 @@ __global__ void gemm_warptile(Operands o) {
         KL_UNROLL
         for (int wn = 0; wn < kIterN; ++wn) {
           const float mv[kTM] = {m[wm].x, m[wm].y, m[wm].z, m[wm].w}, nv[kTN] = {n[wn].x, n[wn].y, n[wn].z, n[wn].w};
-          KL_UNROLL
-          for (int r = 0; r < kTM; ++r)
-            KL_UNROLL
-            for (int c = 0; c < kTN; ++c) acc[wm][wn][r][c] += mv[r] * nv[c];
+          gemm_fp32::outer_product(acc[wm][wn], mv, nv);
         }
     }
     __syncthreads();
