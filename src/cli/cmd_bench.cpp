@@ -1,6 +1,9 @@
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
+#include <map>
 #include <optional>
+#include <string>
+#include <vector>
 
 #include "cli/common.h"
 #include "kernelab/error.h"
@@ -87,6 +90,23 @@ void print_ladders(const std::vector<Ladder>& ladders) {
   }
 }
 
+// An absent backend ("cuda: no GPU present (...)") and, by name, the rows it would have had
+// and the variants that do not take this problem, grouped by their reason.
+void print_not_run(const Op& op, const Problem& p, const std::string& absent) {
+  fmt::print("not run: {}\n", absent);
+  const std::string backend = absent.substr(0, absent.find(':'));
+  std::vector<std::string> would;
+  std::map<std::string, std::vector<std::string>> refused;
+  for (const Variant& v : op.variants) {
+    if (backend_name(v.backend) != backend) continue;
+    const std::string name = v.name + (v.peer ? " (peer)" : "");
+    if (Reason why = v.supports_config(p, v.configs.front())) refused[*why].push_back(name);
+    else would.push_back(name);
+  }
+  if (!would.empty()) fmt::print("  rows not run: {}\n", fmt::join(would, ", "));
+  for (const auto& [why, names] : refused) fmt::print("  {} would not run it either: {}\n", fmt::join(names, ", "), why);
+}
+
 nlohmann::json points_json(const std::vector<Point>& points) {
   nlohmann::json arr = nlohmann::json::array();
   for (const Point& p : points) arr.push_back(point_to_json(p));
@@ -113,7 +133,7 @@ void add_bench(CLI::App& app) {
       return;
     }
     print_ladders(make_ladders(points));
-    for (const std::string& a : devs.absent) fmt::print("not run: {}\n", a);
+    for (const std::string& a : devs.absent) print_not_run(op, p, a);
   });
 }
 
