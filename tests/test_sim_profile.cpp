@@ -284,6 +284,35 @@ TEST(SimProfile, TransposeNaiveStoresAColumnPerWarpAndTheTilesStoreRows) {
   EXPECT_NEAR(naive["model_dram_over_min"].get<double>(), 1.0, 0.01) << "8 MiB fits the modelled 50 MiB L2";
 }
 
+// The gemm ladder at 256^3, each rung's note against its counts.
+TEST(SimProfile, GemmLadderCountsWhatItsNotesClaim) {
+  const json f = profile("gemm --dtype fp32 --m 256 --n 256 --k 256 --variant cuda_naive cuda_coalesced cuda_warptile");
+  const json naive = rung(f, "cuda_naive"), coalesced = rung(f, "cuda_coalesced"), warptile = rung(f, "cuda_warptile");
+  EXPECT_GT(sum(naive, kLdSec) / sum(naive, kLdReq), 4 * sum(coalesced, kLdSec) / sum(coalesced, kLdReq));
+  EXPECT_EQ(sum(warptile, kShLdConf), 0) << "warp tiles: broadcast float4 loads, no conflicts";
+  const double flops = 2.0 * 256 * 256 * 256;
+  const json h = profile("gemm --dtype bf16 --m 256 --n 256 --k 256 --variant cuda_wmma cuda_mma_ldmatrix cuda_cp_async");
+  for (const char* v : {"cuda_wmma", "cuda_mma_ldmatrix", "cuda_cp_async"}) {
+    const json r = rung(h, v);
+    EXPECT_TRUE(r["checked"].get<bool>()) << v << ": " << r["check_failure"];
+    EXPECT_EQ(sum(r, "sim__tensor_flops.sum"), flops) << v;
+    EXPECT_EQ(sum(r, "sm__inst_executed_pipe_tensor_op_hmma.sum"), flops / (2 * 16 * 8 * 16)) << v << ": m16n8k16 each";
+  }
+  // 128x128x32 tiles: per block, k tile and warp, 2 k16 steps of 4 ldmatrix.x4 (A) + 2 .x4.trans (B).
+  const double ldsm = 4 * 8 * 8 * 2 * (4 + 2);
+  for (const char* v : {"cuda_mma_ldmatrix", "cuda_cp_async"}) {
+    const json r = rung(h, v);
+    EXPECT_EQ(sum(r, "smsp__inst_executed_op_ldsm.sum"), ldsm) << v;
+    EXPECT_EQ(sum(r, "sim__ldsm_bank_conflicts.sum"), 0) << v << ": the XOR swizzle";
+    EXPECT_EQ(sum(r, kShStConf), 0) << v << ": swizzled 16-byte tile stores";
+  }
+  const json cp = rung(h, "cuda_cp_async");
+  EXPECT_EQ(sum(cp, kLdReq), 0) << "A and B reach shared memory by cp.async only (256 is a multiple of 8)";
+  EXPECT_EQ(sum(cp, "sim__ldgsts_bytes.sum"), 2.0 * 256 * 256 * 2 * 2) << "A and B once per block row/column: 2 blocks each";
+  EXPECT_EQ(sum(cp, "l1tex__t_sectors_pipe_lsu_mem_global_op_ldgsts.sum") /
+                sum(cp, "l1tex__t_requests_pipe_lsu_mem_global_op_ldgsts.sum"), 16);
+}
+
 TEST(SimProfile, BankSweepStrideKIsAGcdKWayConflict) {
   for (int stride : {1, 2, 3, 4, 8, 32}) {
     const json r = rung(profile("exp_smem_banks --blocks 1 --stride " + std::to_string(stride) + " --reps 4"), "cuda");

@@ -56,6 +56,18 @@ TEST(SimRun, TiledMatmulWithSizesOffTheTile) {
   EXPECT_THAT(r.out, HasSubstr("matmul 33x1x129")) << "arguments after -- reach the program";
 }
 
+// nvcuda::wmma: every layout, both input formats, a __half accumulator; exact integer sums.
+TEST(SimRun, WarpMatrixApi) {
+  SimResult r = sim_run(program("wmma_gemm.cu"));
+  EXPECT_EQ(r.code, 0) << r.err;
+  for (const char* c : {"f16 f32 A row B row", "f16 f32 A col B col", "bf16 f32 A row B row", "f16 f16 A row B col"})
+    EXPECT_THAT(r.out, HasSubstr(std::string("wmma ") + c + ": 0 of 1536 wrong"));
+  EXPECT_THAT(r.out, HasSubstr("wmma: all checks passed"));
+  r = sim_run(program("wmma_gemm.cu") + " -- misaligned");
+  EXPECT_NE(r.code, 0);
+  EXPECT_THAT(r.err, HasSubstr("wmma::load_matrix_sync with a pointer not 32-byte aligned at"));
+}
+
 TEST(SimRun, TemplatedBlockReductionWithWarpShuffles) {
   const SimResult r = sim_run(program("reduce_warp.cu") + " -- 100003");
   EXPECT_EQ(r.code, 0) << r.err;

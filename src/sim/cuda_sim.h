@@ -74,6 +74,7 @@
 #include "atomics.h"     // atomicAdd & co.
 #include "intrinsics.h"  // __expf, __popc, min/max, __ldg, half math the toolkit keeps device-only
 #include "cg.h"          // cooperative_groups
+#include "wmma.h"        // nvcuda::wmma (m16n16k16)
 #include "api.h"         // cudaMalloc & co. (as kl_sim_cudaMalloc, next to the real ones)
 #include "cublas_names.h"  // cuBLAS and cuBLASLt on the CPU (as kl_sim_cublasSgemm_v2 ...)
 

@@ -26,7 +26,8 @@ std::vector<std::vector<double>> reference(const Problem& p, std::span<const Ten
 std::vector<Problem> check_cases(const Op& op) {
   const std::vector<std::array<int64_t, 3>> shapes = {{1, 1, 1},     {1, 7, 33},    {7, 1, 127},  {33, 127, 7},
                                                       {127, 33, 1000}, {1000, 7, 33}, {64, 64, 64}, {129, 65, 257},
-                                                      {33, 1000, 127}, {33, 132, 68},  {130, 260, 36}};  // k, n multiples of 4
+                                                      {33, 1000, 127}, {33, 132, 68},  {130, 260, 36},
+                                                      {201, 264, 520}};  // k, n multiples of 4; the last of 8 (16-byte rows), 17 k tiles of 32
   std::vector<Problem> out;
   for (DType t : float_dtypes())
     for (const char* la : {"row", "col"})
@@ -78,7 +79,8 @@ Op make_gemm_op() {
   };
   // Small enough to simulate in seconds, two 128x128 tiles wide: each rung's access pattern shows.
   op.profile_cases = [](const Op& self) {
-    return std::vector<Problem>{make_problem(self, DType::f32, {{"m", 256}, {"n", 256}, {"k", 256}})};
+    return std::vector<Problem>{make_problem(self, DType::f32, {{"m", 256}, {"n", 256}, {"k", 256}}),
+                                make_problem(self, DType::bf16, {{"m", 256}, {"n", 256}, {"k", 256}})};
   };
   op.tolerance = [](const Problem& p) { return default_tolerance(p.dtype); };
   op.error_per_row = false;
