@@ -90,6 +90,8 @@ if [ "$gpu" = 1 ]; then
     "$kl" bench "$op" --backend cuda --rows 16384 --cols 4096 --dtype fp32 --max-seconds 0.3 --json > "$OUT/big/$op.json" ||
       status+=("big $op failed")
   done
+  step "gemm ladder: square and LLM shapes, every rung as % of cuBLAS(Lt)"
+  bash scripts/gemm-bench.sh "$kl" "$OUT/gemm" "${KERNELAB_GEMM_BUDGET_S:-150}" || status+=("gemm bench failed")
   step "a CUPTI trace of one ladder, analysed"
   "$kl" bench softmax --backend cuda --rows 4096 --cols 4096 --max-seconds 0.1 --trace "$OUT/trace.json" >/dev/null &&
     "$kl" trace analyze "$OUT/trace.json" --json > "$OUT/trace-analysis.json" || status+=("trace failed")

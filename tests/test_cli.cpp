@@ -314,16 +314,20 @@ TEST(Cli, SweepJson) {
 }  // namespace
 
 // Without a GPU, bench names the CUDA rows it could not run, and the rungs that would not take
-// the problem anyway with their reason (bf16 gemm: the fp32 rungs and the SGEMM peer).
+// the problem anyway with their reason (bf16 gemm: the fp32 rungs and the SGEMM peers; fp32 gemm:
+// the tensor-core rungs and cuBLASLt).
 TEST(Cli, BenchNamesTheRowsAnAbsentBackendWouldHaveHad) {
   Result r = run("bench gemm --m 8 --n 8 --k 8 --dtype bf16 --max-seconds 0.05");
   ASSERT_EQ(r.code, 0) << r.err;
   if (r.out.find("not run: cuda:") == std::string::npos) GTEST_SKIP() << "a GPU is present: the cuda rows ran";
   EXPECT_THAT(r.out, HasSubstr("cuda_naive, cuda_coalesced, cuda_smem, cuda_1d_blocktile, cuda_2d_blocktile, "
                                "cuda_vectorized, cuda_warptile would not run it either: an fp32 CUDA-core rung"));
-  EXPECT_THAT(r.out, HasSubstr("cublas (peer) would not run it either: cuBLAS SGEMM takes fp32 only"));
+  EXPECT_THAT(r.out, HasSubstr("rows not run: cuda_wmma, cuda_mma_ldmatrix, cuda_cp_async, cublaslt (peer)\n"));
+  EXPECT_THAT(r.out, HasSubstr("cublas (peer), cublas_tf32 (peer) would not run it either: cuBLAS SGEMM takes fp32 only"));
   r = run("bench gemm --m 8 --n 8 --k 8 --dtype fp32 --max-seconds 0.05");
   ASSERT_EQ(r.code, 0) << r.err;
   EXPECT_THAT(r.out, HasSubstr("  rows not run: cuda_naive, cuda_coalesced, "));
-  EXPECT_THAT(r.out, HasSubstr("cuda_warptile, cublas (peer)\n"));
+  EXPECT_THAT(r.out, HasSubstr("cuda_warptile, cublas (peer), cublas_tf32 (peer)\n"));
+  EXPECT_THAT(r.out, HasSubstr("cuda_wmma, cuda_mma_ldmatrix, cuda_cp_async, cublaslt (peer) would not run it either: "
+                               "a tensor-core rung"));
 }

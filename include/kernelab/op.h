@@ -141,6 +141,8 @@ struct Variant {
   int ladder_number = 0;  // CUDA rungs: NN of the file's vNN, their place in the ladder
   std::function<Reason(const Problem&)> supports = [](const Problem&) { return Reason{}; };
   std::function<size_t(const Problem&)> workspace_bytes = [](const Problem&) { return size_t{0}; };
+  // Its own tolerance where its arithmetic is coarser than the op's (TF32's 10-bit mantissa); nullptr: the op's.
+  std::function<double(const Problem&)> tolerance = nullptr;
   std::vector<Config> configs;  // at least one; the first is the default
 
   bool runs_on(Backend b) const;

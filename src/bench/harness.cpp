@@ -82,7 +82,7 @@ CheckResult verify(const Op& op, const Variant& v, const Config& c, const Prepar
   r.variant = v.name;
   r.config = c.name;
   r.backend = dev.backend();
-  r.tolerance = op.tolerance(prep.problem);
+  r.tolerance = v.tolerance ? v.tolerance(prep.problem) : op.tolerance(prep.problem);
   for (size_t i = 0; i < s.dev_out.size(); ++i) {
     Tensor got = dev.download(s.dev_out[i]);
     if (!s.dev_out[i].check_guards()) r.failure = fmt::format("output {} written out of bounds (guard bytes changed)", i);
@@ -109,7 +109,7 @@ CheckResult failed(const Op& op, const Variant& v, const Config& c, const Proble
   r.variant = v.name;
   r.config = c.name;
   r.backend = b;
-  r.tolerance = op.tolerance(p);
+  r.tolerance = v.tolerance ? v.tolerance(p) : op.tolerance(p);
   r.failure = std::move(why);
   return r;
 }

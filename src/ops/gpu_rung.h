@@ -97,6 +97,7 @@ template <class P> struct Rung {
   bool peer = false;  // a library (cuBLAS...) rather than a kernel of ours
   std::function<Reason(const P&)> supports = nullptr;
   std::function<size_t(const P&)> workspace_bytes = nullptr;
+  std::function<double(const P&)> tolerance = nullptr;  // nullptr: the op's
   std::vector<RungConfig<P>> configs = {};
 };
 }  // namespace kl
@@ -128,6 +129,7 @@ template <class P> Variant variant_of(const Rung<P>& r, std::source_location whe
   v.ladder_number = ladder_number_of(v.source);
   if (r.supports) v.supports = [f = r.supports](const Problem& p) { return f(p.as<P>()); };
   if (r.workspace_bytes) v.workspace_bytes = [f = r.workspace_bytes](const Problem& p) { return f(p.as<P>()); };
+  if (r.tolerance) v.tolerance = [f = r.tolerance](const Problem& p) { return f(p.as<P>()); };
   for (const RungConfig<P>& c : r.configs) {
     Config x;
     x.name = c.name;
