@@ -179,6 +179,40 @@ TEST(ExplainCli, ResultsFileAndJson) {
   EXPECT_EQ(kernelab("explain gemm --gpu h100-sxm --results /no/such/file.json").code, 2);
 }
 
+// explain --rung: the cp.async rung's tiles at 4096^3 bf16 on an H100 SXM, each figure from the
+// formulas it prints (the occupancy needs the nvcc build's static facts).
+TEST(ExplainCli, GemmRungModel) {
+  Result r = kernelab("explain gemm --m 4096 --n 4096 --k 4096 --gpu h100-sxm --rung cuda_cp_async --json");
+  ASSERT_EQ(r.code, 0) << r.err;
+  const nlohmann::json j = nlohmann::json::parse(r.out);
+  EXPECT_REL(j.at("intensity_global_to_shared"), 2.0 * 128 * 128 / (256 * 2));  // 64 FLOP/B
+  EXPECT_REL(j.at("intensity_shared_to_registers"), 2.0 * 64 * 32 / (96 * 2));
+  EXPECT_REL(j.at("intensity_mma"), 2.0 * 16 * 8 * 16 / ((16 * 16 + 16 * 8) * 2));
+  EXPECT_REL(j.at("stage_bytes"), 256.0 * 32 * 2);
+  EXPECT_REL(j.at("bytes_l2_to_shared"), 2.0 * (4096.0 * 4096 * 32 * 2));  // A and B each once per block column/row
+  EXPECT_REL(j.at("bytes_shared_to_registers"), 2.0 * 4096 * 4096 * 4096 * (1.0 / 32 + 1.0 / 64));
+  EXPECT_REL(j.at("t_shared_s"), j.at("bytes_shared_to_registers").get<double>() / (132 * 128 * 1980e6));
+  EXPECT_EQ(j.at("limiter"), "shared memory") << "a 64x32 warp tile reads 3 KiB of shared memory per 64 KiFLOP";
+  const double demand = 989.4e12 / 132 / 64;  // bytes/s per SM at peak
+  EXPECT_REL(j.at("littles_law").at(1).at("bytes_in_flight"), demand * 600e-9);
+  EXPECT_EQ(j.at("tiling").at("stages"), 4);
+  EXPECT_TRUE(j.at("modelled").get<bool>());
+  if (!j.at("occupancy").is_null()) {
+    EXPECT_EQ(j.at("occupancy").at("active_blocks_per_sm"), 2) << "launch bounds cap registers at 128";
+    EXPECT_EQ(j.at("littles_law").at(1).at("stages"), 4);  // 68.6 KiB in flight / (16 KiB x 2 blocks) -> 3, + 1
+  }
+  r = kernelab("explain gemm --m 512 --n 512 --k 512 --gpu a100-sxm-80gb --dtype fp32 --rung cuda_naive");
+  ASSERT_EQ(r.code, 0) << r.err;
+  EXPECT_NE(r.out.find("tiles        none"), std::string::npos) << r.out;
+  for (const std::string bad : {"--rung cublas", "--rung cuda_nope", "--rung cuda_cp_async --dtype fp32",
+                                "--config 64x64", "--rung cuda_wmma --config nope"}) {
+    r = kernelab("explain gemm --gpu h100-sxm " + bad);
+    EXPECT_EQ(r.code, 2) << bad << "\n" << r.out;
+    EXPECT_FALSE(r.err.empty()) << bad;
+  }
+  EXPECT_EQ(kernelab("explain softmax --gpu h100-sxm --rung cuda_online").code, 2);
+}
+
 TEST(RooflineCli, BadInputExitsTwo) {
   for (const std::string args : {"gemm --gpu no-such-gpu", "attention --heads 32 --kv-heads 5 --gpu h100-sxm",
                                  "gemm --m 0 --gpu h100-sxm", "attention --seq-kv 0 --gpu h100-sxm",

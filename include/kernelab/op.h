@@ -117,6 +117,18 @@ struct KernelGroup {
   std::vector<std::string> ptx = {}, sass = {};
 };
 
+// How a tiled matrix-multiply config divides D = A B (`explain gemm --rung` models it): the block's
+// tile of D and the k slice it stages per step, the warp's part of the block tile, and either the
+// accumulators one thread owns (CUDA cores, FFMA) or the tensor-core instruction's shape.
+struct Tiling {
+  int block_m = 0, block_n = 0, block_k = 0;
+  int warp_m = 0, warp_n = 0;
+  int thread_m = 0, thread_n = 0;  // CUDA cores; 0 with an MMA instruction
+  std::string mma = {};            // "mma.sync.m16n8k16", "wgmma.m64n128k16", ...; empty: FFMA
+  int mma_m = 0, mma_n = 0, mma_k = 0;
+  int stages = 1;  // k slices resident in shared memory at once
+};
+
 // One configuration of a variant (a tile shape, a block size, a stage count): what it launches,
 // with how many threads and how much dynamic shared memory, and the launcher that does it.
 struct Config {
@@ -128,6 +140,7 @@ struct Config {
   Launcher sim_profile_run;  // and a third time with every load and store counted (sim/profile.h)
   Launcher sim_run;  // a CUDA rung built a second time for the SIMT simulator: the same source
   std::function<Reason(const Problem&)> supports = nullptr;  // beyond the variant's own; nullptr: all
+  std::optional<Tiling> tiling = std::nullopt;  // tiled matrix multiplies
   bool launches(const void* kernel, Backend b) const;  // kernel is one this config declares (b: cuda or sim)
 };
 

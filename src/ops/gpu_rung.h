@@ -90,6 +90,7 @@ template <class P> struct RungConfig {
   std::vector<KernelGroup> kernels = {};
   void (*run)(const P&, const Args&) = nullptr;
   std::function<Reason(const P&)> supports = nullptr;  // beyond the rung's own
+  std::optional<Tiling> tiling = std::nullopt;
 };
 
 template <class P> struct Rung {
@@ -145,6 +146,7 @@ template <class P> Variant variant_of(const Rung<P>& r, std::source_location whe
     x.run = launch;
 #endif
     if (c.supports) x.supports = [f = c.supports](const Problem& p) { return f(p.as<P>()); };
+    x.tiling = c.tiling;
     v.configs.push_back(std::move(x));
   }
   return v;

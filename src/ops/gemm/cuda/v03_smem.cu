@@ -43,7 +43,8 @@ KL_RUNGS {
                      .configs = {{.name = "32x32_tile",
                                   .threads = kTile * kTile,
                                   .kernels = {{{KL_KERNEL(gemm_smem)}, {"ld.shared.f32", "bar.sync"}, {"LDS", "BAR.SYNC"}}},
-                                  .run = launch}}};
+                                  .run = launch,
+                                  .tiling = Tiling{.block_m = kTile, .block_n = kTile, .block_k = kTile, .warp_m = 1, .warp_n = 32, .thread_m = 1, .thread_n = 1}}}};
   return {variant_of(r)};
 }
 

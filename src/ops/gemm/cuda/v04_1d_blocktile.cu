@@ -53,7 +53,8 @@ KL_RUNGS {
                      .configs = {{.name = "64x64x8_tm8",
                                   .threads = kThreads,
                                   .kernels = {{{KL_KERNEL(gemm_1d_blocktile)}, {"ld.shared.f32", "fma.rn.f32"}, {"LDS", "FFMA"}}},
-                                  .run = launch}}};
+                                  .run = launch,
+                                  .tiling = Tiling{.block_m = kBM, .block_n = kBN, .block_k = kBK, .warp_m = kTM, .warp_n = 32, .thread_m = kTM, .thread_n = 1}}}};
   return {variant_of(r)};
 }
 

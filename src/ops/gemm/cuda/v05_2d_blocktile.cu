@@ -61,7 +61,8 @@ KL_RUNGS {
                      .configs = {{.name = "128x128x8_8x8",
                                   .threads = kThreads,
                                   .kernels = {{{KL_KERNEL(gemm_2d_blocktile)}, {"ld.shared.f32", "fma.rn.f32"}, {"LDS", "FFMA"}}},
-                                  .run = launch}}};
+                                  .run = launch,
+                                  .tiling = Tiling{.block_m = kBM, .block_n = kBN, .block_k = kBK, .warp_m = 2 * kTM, .warp_n = 16 * kTN, .thread_m = kTM, .thread_n = kTN}}}};
   return {variant_of(r)};
 }
 

@@ -83,7 +83,8 @@ KL_RUNGS {
                      .configs = {{.name = "128x128x16_w64x32",
                                   .threads = kThreads,
                                   .kernels = {{{KL_KERNEL(gemm_warptile)}, {"ld.shared.v4.f32", "fma.rn.f32"}, {"LDS.128", "FFMA"}}},
-                                  .run = launch}}};
+                                  .run = launch,
+                                  .tiling = Tiling{.block_m = kBM, .block_n = kBN, .block_k = kBK, .warp_m = kWM, .warp_n = kWN, .thread_m = kIterM * kTM, .thread_n = kIterN * kTN}}}};
   return {variant_of(r)};
 }
 

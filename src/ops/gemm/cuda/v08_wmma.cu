@@ -96,7 +96,8 @@ KL_RUNGS {
                                   .kernels = {{gemm_tc::for_halves([](auto e) { return KL_KERNEL(gemm_wmma<decltype(e)>); }),
                                                {"wmma.load.a.sync", "wmma.mma.sync"},
                                                {"HMMA.16816.F32"}}},
-                                  .run = launch}}};
+                                  .run = launch,
+                                  .tiling = Tiling{.block_m = kBM, .block_n = kBN, .block_k = kBK, .warp_m = kWM, .warp_n = kWN, .mma = "wmma.m16n16k16", .mma_m = 16, .mma_n = 16, .mma_k = 16}}}};
   return {variant_of(r)};
 }
 

@@ -88,7 +88,8 @@ KL_RUNGS {
                                 {"cp.async.cg.shared.global", "cp.async.wait_group", "mma.sync.aligned.m16n8k16.row.col.f32",
                                  "ldmatrix.sync.aligned.m8n8.x4.trans.shared.b16"},
                                 {"LDGSTS.E.BYPASS.128", "HMMA.16816.F32", "LDSM.16.MT88.4"}}},
-                   .run = launch}}};
+                   .run = launch,
+                                  .tiling = Tiling{.block_m = kBM, .block_n = kBN, .block_k = kBK, .warp_m = kWM, .warp_n = kWN, .mma = "mma.sync.m16n8k16", .mma_m = 16, .mma_n = 8, .mma_k = 16, .stages = kStages}}}};
   return {variant_of(r)};
 }
 
