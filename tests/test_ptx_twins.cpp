@@ -502,6 +502,34 @@ TEST(PtxNvcc, EveryWrapperButFp8CompilesForSm80) {
   EXPECT_FALSE(obj.empty());
 }
 
+// The Hopper wrappers (cuda/ptx_sm90.h) through tests/sim/hopper_gemm.cu: for sm_90a the PTX holds
+// each instruction and the SASS the Hopper units' (UTMALDG, HGMMA, SYNCS...); for sm_80 the kernel
+// body is left out (KL_PTX_SM90A) and it still compiles.
+TEST(PtxNvcc, HopperWrappersAssembleForSm90a) {
+  REQUIRE_NVCC();
+  const std::string hopper = KERNELAB_SOURCE_DIR "/tests/sim/hopper_gemm.cu";
+  const fs::path dir = fs::temp_directory_path() / ("kernelab-ptx-hopper-" + std::to_string(getpid()));
+  fs::create_directories(dir);
+  const std::string base = "'" + nvcc() + "' -std=c++17 -I '" KERNELAB_SOURCE_DIR "/src' '" + hopper + "' ";
+  Outcome r = shell(base + "-arch=sm_90a -ptx -o '" + (dir / "h.ptx").string() + "'");
+  ASSERT_EQ(r.code, 0) << r.out;
+  std::ifstream in(dir / "h.ptx");
+  std::stringstream text;
+  text << in.rdbuf();
+  const std::string ptx = text.str();
+  for (const char* instr : {"wgmma.mma_async.sync.aligned.m64n128k16.f32.bf16.bf16", "wgmma.fence.sync.aligned",
+                            "wgmma.commit_group.sync.aligned", "wgmma.wait_group.sync.aligned",
+                            "cp.async.bulk.tensor.2d.shared::cluster.global.mbarrier::complete_tx::bytes",
+                            "cp.async.bulk.tensor.2d.global.shared::cta.bulk_group", "cp.async.bulk.commit_group",
+                            "cp.async.bulk.wait_group.read", "mbarrier.init.shared::cta.b64", "mbarrier.arrive.expect_tx.shared::cta.b64",
+                            "mbarrier.try_wait.parity.shared::cta.b64", "fence.proxy.async.shared::cta", "elect.sync",
+                            "setmaxnreg.inc.sync.aligned.u32", "setmaxnreg.dec.sync.aligned.u32", "bar.sync"})
+    EXPECT_THAT(ptx, HasSubstr(instr));
+  r = shell(base + "-arch=sm_80 -c -o '" + (dir / "h80.o").string() + "'");
+  EXPECT_EQ(r.code, 0) << r.out;
+  fs::remove_all(dir);
+}
+
 TEST(PtxNvcc, ThePtxHoldsEveryInstruction) {
   REQUIRE_NVCC();
   const auto [r90, ptx90] = compile("sm_90a", "-ptx");

@@ -68,6 +68,32 @@ TEST(SimRun, WarpMatrixApi) {
   EXPECT_THAT(r.err, HasSubstr("wmma::load_matrix_sync with a pointer not 32-byte aligned at"));
 }
 
+// A CUTLASS-style Hopper GEMM (TMA into 128-byte-swizzled shared memory, full/empty mbarriers,
+// a producer and two consumer warpgroups, wgmma on descriptors, a TMA store): exact, and each
+// planted mistake caught.
+TEST(SimRun, HopperGemmWithTmaMbarriersAndWgmma) {
+  SimResult r = sim_run(program("hopper_gemm.cu"));
+  EXPECT_EQ(r.code, 0) << r.err;
+  EXPECT_THAT(r.out, HasSubstr("hopper gemm 200x136x328 bf16: fp32 D 0 of 27200 wrong, bf16 D (TMA store) 0 wrong"));
+  r = sim_run(program("hopper_gemm.cu") + " -- wrong-swizzle");
+  EXPECT_NE(r.code, 0);
+  EXPECT_THAT(r.out, HasSubstr("bf16: fp32 D ")) << r.err;
+  EXPECT_THAT(r.out, Not(HasSubstr("fp32 D 0 of"))) << "a 64-byte-swizzle descriptor over 128-byte-swizzled tiles";
+  r = sim_run(program("hopper_gemm.cu") + " -- deadlock");
+  EXPECT_NE(r.code, 0);
+  EXPECT_THAT(r.err, HasSubstr("deadlock in kernel 'hopper_gemm'"));
+  EXPECT_THAT(r.err, HasSubstr("mbarrier.try_wait.parity at " KERNELAB_SOURCE_DIR "/tests/sim/hopper_gemm.cu:79 by thread (128,0,0)"));
+  EXPECT_THAT(r.err, HasSubstr("of the mbarrier at dynamic shared memory + 0x18000, which never completes: 1 of 2 arrivals pending"));
+  r = sim_run(program("hopper_gemm.cu") + " -- no-fence");
+  EXPECT_NE(r.code, 0);
+  EXPECT_THAT(r.err, HasSubstr("with no wgmma.fence before it"));
+  EXPECT_THAT(r.err, HasSubstr("hopper_gemm.cu:86"));
+  r = sim_run(program("hopper_gemm.cu") + " -- half-group");
+  EXPECT_NE(r.code, 0);
+  EXPECT_THAT(r.err, HasSubstr("all 128 threads of its warpgroup (warps 4-7) must make it, and thread (192,0,0) (warp 6) waits at "
+                               "wgmma.commit_group"));
+}
+
 TEST(SimRun, TemplatedBlockReductionWithWarpShuffles) {
   const SimResult r = sim_run(program("reduce_warp.cu") + " -- 100003");
   EXPECT_EQ(r.code, 0) << r.err;

@@ -1,4 +1,4 @@
-// kl::ptx — the only place kernelab writes inline PTX (style.md, convention 7). Each wrapper is
+// kl::ptx — the only place kernelab writes inline PTX (style.md, convention 7), with its Hopper part ptx_sm90.h. Each wrapper is
 // one PTX instruction, named after it. nvcc's device pass emits the instruction; the host
 // compiler with the simulator (KERNELAB_SIM, or no __CUDACC__) gets a twin written from the
 // PTX ISA's fragment layouts on kl::sim::warp_exchange. nvcc's host pass sees empty bodies.
@@ -30,8 +30,10 @@
 // The twins take the caller's source location, so the simulator's messages name the kernel's line.
 #if defined(KL_PTX_TWIN)
 #define KL_PTX_SITE , const kl::sim::Site& kl_site = kl::sim::Site::current()
+#define KL_PTX_SITE_ONLY const kl::sim::Site& kl_site = kl::sim::Site::current()
 #else
 #define KL_PTX_SITE
+#define KL_PTX_SITE_ONLY
 #endif
 
 namespace kl::ptx {
@@ -360,5 +362,8 @@ KL_PTX_FN uint32_t movmatrix_trans(uint32_t src KL_PTX_SITE) {
 
 }  // namespace kl::ptx
 
+#include "cuda/ptx_sm90.h"
+
 #undef KL_PTX_SITE
+#undef KL_PTX_SITE_ONLY
 #undef KL_PTX_FN

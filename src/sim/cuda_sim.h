@@ -77,6 +77,7 @@
 #include "wmma.h"        // nvcuda::wmma (m16n16k16)
 #include "api.h"         // cudaMalloc & co. (as kl_sim_cudaMalloc, next to the real ones)
 #include "cublas_names.h"  // cuBLAS and cuBLASLt on the CPU (as kl_sim_cublasSgemm_v2 ...)
+#include "hopper.h"        // mbarrier, TMA and wgmma behind src/cuda/ptx_sm90.h's twins
 
 #ifdef KERNELAB_SIM_MEMCHECK
 namespace kl::sim::detail {

@@ -125,7 +125,7 @@ cudaError_t capture(cudaStream_t stream, Work work);
 // ignores them unless a profile runs. `site` tells instructions apart: a return address or
 // site_key(a source location). The functions that report are not instrumented themselves
 // (KL_SIM_UNCOUNTED), so nothing is counted twice.
-enum class Counted : unsigned char { atomic, ldmatrix, cp_async, mma_f16, mma_s8, mma_f8 };
+enum class Counted : unsigned char { atomic, ldmatrix, cp_async, mma_f16, mma_s8, mma_f8, wgmma };  // wgmma: bytes = N / 8
 void profile_note(Counted what, const void* address, unsigned bytes, std::uintptr_t site);
 inline std::uintptr_t site_key(const kl::sim::Site& s) {
   return reinterpret_cast<std::uintptr_t>(s.file_name()) ^ std::uintptr_t(s.line()) << 40 ^
@@ -147,9 +147,25 @@ struct AsyncCopy {
   std::size_t bytes;
   unsigned group;  // its commit group
 };
+// A bulk store (cp.async.bulk.tensor shared -> global) lands when a wait_group.read covers its group.
+struct BulkStore {
+  std::function<void()> land;
+  unsigned group;
+};
+// A wgmma.mma_async issued and not yet waited for: it reads shared memory and writes the
+// accumulators when a wgmma.wait_group covers its group (src/sim/hopper.h).
+struct PendingWgmma {
+  std::function<void()> run;
+  unsigned group;
+};
 struct AsyncCopies {
   std::vector<AsyncCopy> pending;
   unsigned committed = 0;  // groups closed by a commit; the open one is number `committed`
+  std::vector<BulkStore> bulk_stores;
+  unsigned bulk_committed = 0;
+  std::vector<PendingWgmma> wgmma;
+  unsigned wgmma_committed = 0;
+  bool wgmma_fenced = false;  // a wgmma.fence since the thread started or last waited
 };
 AsyncCopies& async_copies();
 

@@ -8,6 +8,8 @@
 #include <array>
 #include <atomic>
 #include <cstring>
+#include <functional>
+#include <string>
 #include <type_traits>
 
 #include "launch.h"
@@ -32,6 +34,34 @@ const unsigned char* warp_collective(WarpOp op, unsigned mask, const void* mine,
                                      const Site& where, unsigned* took_part = nullptr);
 unsigned active_mask(const Site& where);
 void yield_thread();                                  // __nanosleep: let the other threads run
+// Hopper's block-level synchronisation (src/sim/hopper.h builds on these):
+// bar.sync / bar.arrive on named barrier `id` (0-15) that completes when `count` threads
+// (a multiple of 32) have arrived; `wait` false for bar.arrive.
+void named_barrier(unsigned id, unsigned count, bool wait, const char* what, const Site& where);
+// A collective of the `size` consecutive threads (a warpgroup: 128, aligned) that the caller
+// belongs to: each deposits `bytes` (at most kSlotBytes) and gets back all `size` deposits
+// (stride kSlotBytes) once every one of them has made the same call.
+const unsigned char* group_collective(unsigned size, const void* mine, std::size_t bytes, const char* what,
+                                      const Site& where);
+// Blocks the caller until done(bar, parity) holds, re-asked whenever other threads have moved;
+// when nothing else can move, the block is deadlocked and describe(bar) says what the barrier lacks.
+struct MbarrierWait {
+  bool (*done)(const void* bar, unsigned parity);
+  std::string (*describe)(const void* bar);
+};
+void mbarrier_wait(const void* bar, unsigned parity, const MbarrierWait& how, const char* what, const Site& where);
+// Asynchronous bulk copies into shared memory (TMA loads) that complete transactions on the
+// mbarrier `bar`: queued, landed in issue order when a thread waits on that barrier.
+void bulk_async(const void* bar, std::function<void()> land);
+void land_bulk(const void* bar);
+// Where p lies in the block's shared memory, for messages ("dynamic shared memory + 0x40").
+std::string shared_name(const void* p);
+// The shared-state-space address of p as the GPU would number it: dynamic shared memory starts
+// at 1024 (after the 1 KB the sm_90 reserves); anything else keeps its host address. Swizzles XOR
+// its bits, so a dynamic tile aligned to 1024 bytes swizzles as on the GPU.
+std::uintptr_t shared_address(const void* p);
+// The host pointer of `bytes` at a shared address in the block's dynamic shared memory; null if outside it.
+void* dynamic_shared_at(std::uintptr_t address, std::size_t bytes);
 [[noreturn]] void fault(const char* what, const Site& where);  // fails the launch naming this thread
 
 inline unsigned thread_rank() { return threadIdx.x + blockDim.x * (threadIdx.y + blockDim.y * threadIdx.z); }

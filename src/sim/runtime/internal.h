@@ -1,7 +1,9 @@
 // What the runtime's files share: the fibers of a block, the per-OS-thread worker that runs
 // blocks, the launch they belong to, and the memory registry. Not part of the public API.
 #pragma once
+#include <array>
 #include <atomic>
+#include <functional>
 #include <boost/context/detail/fcontext.hpp>
 #include <cstddef>
 #include <mutex>
@@ -16,7 +18,7 @@ namespace kl::sim::detail {
 
 namespace bctx = boost::context::detail;
 
-enum class Wait : unsigned char { ready, barrier, warp, activemask, exited };
+enum class Wait : unsigned char { ready, barrier, warp, activemask, exited, named, group, mbarrier };
 
 // One simulated CUDA thread: a fiber and what it waits for.
 struct SimThread {
@@ -29,8 +31,10 @@ struct SimThread {
   const char* what = nullptr;  // the collective's name, for messages and matching
   unsigned mask = 0;
   unsigned bytes = 0;          // deposited by a warp collective
-  int value = 0;               // barrier predicate in, count/and/or or active mask out
+  int value = 0;               // barrier predicate in, count/and/or or active mask out; named barrier id; mbarrier parity
   Site where{};
+  const void* mbar = nullptr;  // the mbarrier waited on, and how
+  MbarrierWait mbar_how{};
   void* fake_stack = nullptr;  // AddressSanitizer's per-fiber bookkeeping
 };
 
@@ -63,8 +67,21 @@ struct Stack {
 };
 
 // The state of one OS thread that runs blocks (the launching thread or a pool thread).
+struct NamedBarrier {
+  unsigned arrived = 0, expected = 0;
+  Site where{};  // the first arrival of the current round
+  const char* what = nullptr;
+};
+struct BulkLoad {
+  const void* bar;
+  std::function<void()> land;
+};
+
 struct Worker {
   std::vector<SimThread> threads;
+  std::array<NamedBarrier, 16> named{};  // bar.sync / bar.arrive, per block
+  std::vector<std::array<unsigned char, kSlotBytes>> group_deposit, group_result;  // per thread
+  std::vector<BulkLoad> bulk;  // TMA loads not landed yet, per block
   std::vector<Stack> stacks;
   std::vector<AsyncCopies> async;  // per simulated thread, like stacks: kept across blocks
   std::vector<WarpSlots> warps;

@@ -16,7 +16,7 @@
 namespace kl::sim::detail {
 namespace {
 
-enum class Kind : unsigned char { ld, st, atom, ldsm, ldgsts, mma_f16, mma_s8, mma_f8 };
+enum class Kind : unsigned char { ld, st, atom, ldsm, ldgsts, mma_f16, mma_s8, mma_f8, wgmma };
 enum class Space : unsigned char { none, global, shared };
 
 // One lane's access, or one lane's part in an instruction that is not an access (mma).
@@ -251,6 +251,7 @@ void count_instruction(Session& s, const Event* e, const Event* end, std::vector
     case Kind::mma_f16: ++c.mma_f16, c.tensor_flops += 2 * 16 * 8 * 16; return;
     case Kind::mma_s8: ++c.mma_s8, c.tensor_flops += 2 * 16 * 8 * 32; return;
     case Kind::mma_f8: ++c.mma_f8, c.tensor_flops += 2 * 16 * 8 * 32; return;
+    case Kind::wgmma: ++c.wgmma, c.tensor_flops += 2 * 16 * (8 * std::uint64_t(e->bytes)) * 16; return;  // a warp's 16 rows of m64nNk16
     case Kind::ldsm:
       ++c.ldsm_requests, wavefronts_of(e, end, c.ldsm_wavefronts, c.ldsm_ideal);
       for (const Event* x = e; x != end; ++x) c.ldsm_bytes += x->bytes;
@@ -442,6 +443,7 @@ void profile_note(Counted what, const void* address, unsigned bytes, std::uintpt
     case Counted::mma_f16: return record(*s, Kind::mma_f16, Space::none, 0, 0, site);
     case Counted::mma_s8: return record(*s, Kind::mma_s8, Space::none, 0, 0, site);
     case Counted::mma_f8: return record(*s, Kind::mma_f8, Space::none, 0, 0, site);
+    case Counted::wgmma: return record(*s, Kind::wgmma, Space::none, 0, bytes, site);
   }
 }
 
@@ -464,7 +466,8 @@ const std::vector<std::uint64_t ProfileCounts::*>& ProfileCounts::fields() {
       &C::shared_st_wavefronts, &C::shared_st_ideal,  &C::shared_atom_requests, &C::ldsm_requests,
       &C::ldsm_wavefronts,    &C::ldsm_ideal,         &C::memory_lanes,         &C::mma_f16,
       &C::mma_s8,             &C::mma_f8,             &C::tensor_flops,         &C::dram_read_bytes,
-      &C::dram_write_bytes,   &C::global_lines,       &C::ldgsts_bytes,         &C::ldsm_bytes};
+      &C::dram_write_bytes,   &C::global_lines,       &C::ldgsts_bytes,         &C::ldsm_bytes,
+      &C::wgmma};
   return f;
 }
 
@@ -570,7 +573,8 @@ const std::vector<MetricDefinition>& profile_metric_definitions() {
       {"sm__inst_executed_pipe_tensor_op_hmma.sum", "mma.sync f16/bf16 instructions (warp-level)"},
       {"sm__inst_executed_pipe_tensor_op_imma.sum", "mma.sync s8 instructions"},
       {"sim__inst_executed_mma_fp8.sum", "mma.sync fp8 (e4m3, e5m2) instructions"},
-      {"sim__tensor_flops.sum", "FLOPs (OPs for s8) of the mma instructions: 2·m·n·k each"},
+      {"sm__inst_executed_pipe_tensor_op_gmma.sum", "wgmma.mma_async instructions, warp-level (4 per warpgroup instruction)"},
+      {"sim__tensor_flops.sum", "FLOPs (OPs for s8) of the mma and wgmma instructions: 2·m·n·k each"},
       {"sim__sectors_per_global_request.ratio", "global load+store sectors over their requests (4 is a coalesced 4-byte warp access)"},
       {"sim__bank_conflicts_per_shared_request.ratio", "shared load+store bank conflicts over their requests"},
       {"sim__active_lanes_per_memory_inst.ratio", "active lanes per global or shared memory instruction (32: no divergence)"},
@@ -606,6 +610,7 @@ std::vector<Metric> profile_metrics(const ProfileCounts& c, double k) {
       k * double(c.mma_f16),
       k * double(c.mma_s8),
       k * double(c.mma_f8),
+      k * double(c.wgmma),
       k * double(c.tensor_flops),
       ratio(double(c.global_ld_sectors + c.global_st_sectors), gl_req),
       ratio(conflicts_ld + conflicts_st, double(c.shared_ld_requests + c.shared_st_requests)),

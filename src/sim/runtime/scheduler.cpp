@@ -227,8 +227,14 @@ WarpState run_warp(Worker& w, Launch& L, unsigned warp) {
   }
 }
 
+std::string stuck_sync(const Worker& w, const Launch& L);
+
 // Every thread waits at a barrier or has exited: release the barrier (1), finish (0) or fail (-1).
 int release_barrier(Worker& w, Launch& L) {
+  if (const std::string stuck = stuck_sync(w, L); !stuck.empty()) {
+    L.fail("deadlock", "deadlock in kernel '" + L.name + "' block " + dim_text(w.block) + ": " + stuck);
+    return -1;
+  }
   const SimThread *at = nullptr, *elsewhere = nullptr, *gone = nullptr;
   unsigned waiting = 0, count = 0;
   bool all = true, any = false;
@@ -262,6 +268,83 @@ int release_barrier(Worker& w, Launch& L) {
   return 1;
 }
 
+// What thread o is doing, for a deadlock message about another thread's wait.
+std::string doing(const SimThread& o) {
+  switch (o.wait) {
+    case Wait::exited: return "has exited";
+    case Wait::barrier: return std::string("waits at ") + barrier_name(o.bop) + " at " + site_text(o.where);
+    case Wait::ready: return "is still running";
+    default: return std::string("waits at ") + (o.what ? o.what : "a collective") + " at " + site_text(o.where);
+  }
+}
+
+// Completes the warpgroup collectives every member has reached and wakes the mbarrier waiters
+// whose phase has completed. True if any thread can run now.
+bool wake_waiters(Worker& w, Launch& L) {
+  for (unsigned i = 0; i < L.threads; ++i) {
+    SimThread& t = w.threads[i];
+    if (t.wait == Wait::group) {
+      const unsigned size = t.mask, base = i / size * size;
+      bool all = true;
+      for (unsigned j = base; j < base + size && all; ++j)
+        all = w.threads[j].wait == Wait::group && std::strcmp(w.threads[j].what, t.what) == 0;
+      if (!all) continue;
+      for (unsigned j = base; j < base + size; ++j) {
+        std::memcpy(w.group_result[j].data(), w.group_deposit[j].data(), w.threads[j].bytes);
+        w.threads[j].wait = Wait::ready;
+      }
+    } else if (t.wait == Wait::mbarrier && t.mbar_how.done(t.mbar, unsigned(t.value))) {
+      t.wait = Wait::ready;
+    }
+  }
+  for (unsigned i = 0; i < L.threads; ++i)
+    if (w.threads[i].wait == Wait::ready) return true;
+  return false;
+}
+
+// Nothing can move: threads waiting at a warpgroup collective, a named barrier or an mbarrier
+// wait for good. The message names each distinct wait (collectives first: a warpgroup split
+// between two instructions is usually the cause of the rest), its barrier and what it lacks.
+std::string stuck_sync(const Worker& w, const Launch& L) {
+  std::vector<std::string> found;
+  std::set<std::string> seen;
+  auto add = [&](const std::string& key, const std::string& text) {
+    if (seen.insert(key).second) found.push_back(text);
+  };
+  auto head = [](const SimThread& t) { return std::string(t.what ? t.what : "") + " at " + site_text(t.where) + " by " + lane_text(t); };
+  for (unsigned i = 0; i < L.threads; ++i) {
+    const SimThread& t = w.threads[i];
+    if (t.wait != Wait::group) continue;
+    const unsigned base = i / t.mask * t.mask;
+    for (unsigned j = base; j < base + t.mask; ++j) {
+      const SimThread& o = w.threads[j];
+      if (o.wait == Wait::group && std::strcmp(o.what, t.what) == 0) continue;
+      add("group " + std::to_string(base), head(t) + ": all " + std::to_string(t.mask) + " threads of its warpgroup (warps " +
+                                               std::to_string(base / 32) + "-" + std::to_string((base + t.mask) / 32 - 1) +
+                                               ") must make it, and thread " + dim_text(o.tid) + " (warp " + std::to_string(j / 32) +
+                                               ") " + doing(o));
+      break;
+    }
+  }
+  for (unsigned i = 0; i < L.threads; ++i) {
+    const SimThread& t = w.threads[i];
+    if (t.wait == Wait::named) {
+      const NamedBarrier& b = w.named[unsigned(t.value)];
+      add("named " + std::to_string(t.value), head(t) + " waits at named barrier " + std::to_string(t.value) + ", where " +
+                                                   std::to_string(b.arrived) + " of " + std::to_string(b.expected) +
+                                                   " threads have arrived");
+    } else if (t.wait == Wait::mbarrier) {
+      add("mbarrier " + shared_name(t.mbar) + site_text(t.where),
+          head(t) + " waits for the phase of parity " + std::to_string(t.value) + " of the mbarrier at " + shared_name(t.mbar) +
+              ", which never completes: " + t.mbar_how.describe(t.mbar));
+    }
+  }
+  std::string out;
+  for (std::size_t k = 0; k < found.size() && k < 3; ++k) out += (k ? "; " : "") + found[k];
+  if (found.size() > 3) out += "; and " + std::to_string(found.size() - 3) + " more";
+  return out;
+}
+
 }  // namespace
 
 Worker* current_worker() { return tls_worker; }
@@ -289,6 +372,7 @@ void prepare(Worker& w, Launch& L) {
   while (w.stacks.size() < L.threads) w.stacks.push_back(new_stack(stack_bytes()));
   if (w.warps.size() < (L.threads + 31) / 32) w.warps.resize((L.threads + 31) / 32);
   if (w.async.size() < L.threads) w.async.resize(L.threads);
+  if (w.group_deposit.size() < L.threads) w.group_deposit.resize(L.threads), w.group_result.resize(L.threads);
   if (!w.smem_guard) w.smem_guard = new_smem_window();
   // The launch's bytes end where the guard page starts: one byte too far faults.
   const std::size_t rounded = (L.smem + 15) & ~std::size_t(15);  // 16-byte aligned start
@@ -312,12 +396,14 @@ void run_block(Worker& w, Launch& L, unsigned long long b) {
   for (unsigned i = 0; i < L.threads; ++i) {
     SimThread& t = w.threads[i];
     t = SimThread{};
-    w.async[i].pending.clear(), w.async[i].committed = 0;
+    w.async[i] = AsyncCopies{};
     t.index = i;
     t.tid = uint3{i % d.x, i / d.x % d.y, i / (d.x * d.y)};
     const Stack& s = w.stacks[i];
     t.ctx = bctx::make_fcontext(s.lo + s.size, s.size, fiber_main);
   }
+  w.named = {};
+  w.bulk.clear();
   const unsigned warps = (L.threads + 31) / 32;
   if (L.profiled) profile_block_start(w);
   for (int state = 1; state == 1;) {
@@ -328,10 +414,14 @@ void run_block(Worker& w, Launch& L, unsigned long long b) {
         w.block_failed = s == WarpState::failed;
         again = again || s == WarpState::yielded;
       }
+      if (!again && !w.block_failed) again = wake_waiters(w, L);
     }
     state = w.block_failed ? -1 : release_barrier(w, L);
     if (state == 1 && L.profiled) profile_barrier(w);
   }
+  // Bulk stores still in flight complete before the grid does.
+  for (unsigned i = 0; i < L.threads && !w.block_failed; ++i)
+    for (const BulkStore& b : w.async[i].bulk_stores) b.land();
   if (L.profiled) profile_block_end(w);
   if (L.failed && asan_present())  // abandoned fibers leave their frames' poison behind
     for (unsigned i = 0; i < L.threads; ++i) asan_unpoison(w.stacks[i].lo, w.stacks[i].size);
@@ -388,6 +478,90 @@ unsigned active_mask(const Site& where) {
 void yield_thread() {
   SimThread& me = self("__nanosleep()", Site::current());
   to_scheduler(*tls_worker, me, false);
+}
+
+void named_barrier(unsigned id, unsigned count, bool wait, const char* what, const Site& where) {
+  SimThread& me = self(what, where);
+  Worker& w = *tls_worker;
+  const Launch& L = *w.launch;
+  if (id >= 16) fail_here(w, me, "fault", std::string(what) + " at " + site_text(where) + " on barrier " + std::to_string(id) + ": ids are 0-15");
+  if (count == 0 || count % 32 != 0 || count > (L.threads + 31) / 32 * 32)
+    fail_here(w, me, "fault", std::string(what) + " at " + site_text(where) + " with thread count " + std::to_string(count) +
+                                  ": a multiple of 32, at most the block's " + std::to_string(L.threads) + " threads");
+  NamedBarrier& b = w.named[id];
+  if (b.arrived == 0) b.expected = count, b.where = where, b.what = what;
+  else if (b.expected != count)
+    fail_here(w, me, "fault", std::string(what) + " at " + site_text(where) + " expects " + std::to_string(count) +
+                                  " threads at barrier " + std::to_string(id) + ", which " + b.what + " at " + site_text(b.where) +
+                                  " opened for " + std::to_string(b.expected));
+  if (++b.arrived == b.expected) {
+    b.arrived = 0;
+    for (SimThread& t : w.threads)
+      if (t.wait == Wait::named && unsigned(t.value) == id) t.wait = Wait::ready;
+    return;
+  }
+  if (!wait) return;
+  me.wait = Wait::named, me.value = int(id), me.what = what, me.where = where;
+  to_scheduler(w, me, false);
+}
+
+const unsigned char* group_collective(unsigned size, const void* mine, std::size_t bytes, const char* what, const Site& where) {
+  SimThread& me = self(what, where);
+  Worker& w = *tls_worker;
+  const unsigned base = me.index / size * size;
+  if (base + size > w.launch->threads)
+    fail_here(w, me, "fault", std::string(what) + " at " + site_text(where) + " needs all " + std::to_string(size) +
+                                  " threads of a warpgroup, and the block has " + std::to_string(w.launch->threads));
+  me.wait = Wait::group, me.mask = size, me.what = what, me.where = where, me.bytes = unsigned(bytes);
+  if (bytes) std::memcpy(w.group_deposit[me.index].data(), mine, bytes);
+  to_scheduler(w, me, false);
+  return w.group_result[base].data();
+}
+
+void mbarrier_wait(const void* bar, unsigned parity, const MbarrierWait& how, const char* what, const Site& where) {
+  SimThread& me = self(what, where);
+  if (how.done(bar, parity)) return;
+  me.wait = Wait::mbarrier, me.mbar = bar, me.value = int(parity), me.mbar_how = how, me.what = what, me.where = where;
+  to_scheduler(*tls_worker, me, false);
+}
+
+void bulk_async(const void* bar, std::function<void()> land) { worker().bulk.push_back({bar, std::move(land)}); }
+
+void land_bulk(const void* bar) {
+  std::vector<BulkLoad>& q = worker().bulk;
+  std::vector<BulkLoad> kept;
+  for (BulkLoad& b : q)
+    if (b.bar == bar) b.land();
+    else kept.push_back(std::move(b));
+  q = std::move(kept);
+}
+
+namespace {
+bool in_dynamic_window(const void* p) {
+  const Worker* w = tls_worker;
+  const char* c = static_cast<const char*>(p);
+  return w && w->launch && c >= static_cast<const char*>(dynamic_smem) && c < static_cast<const char*>(dynamic_smem) + w->launch->smem;
+}
+}  // namespace
+
+std::uintptr_t shared_address(const void* p) {
+  if (in_dynamic_window(p)) return 1024 + std::uintptr_t(static_cast<const char*>(p) - static_cast<const char*>(dynamic_smem));
+  return reinterpret_cast<std::uintptr_t>(p);
+}
+
+void* dynamic_shared_at(std::uintptr_t address, std::size_t bytes) {
+  const Worker* w = tls_worker;
+  if (!w || !w->launch || address < 1024 || address - 1024 + bytes > w->launch->smem) return nullptr;
+  return static_cast<char*>(dynamic_smem) + (address - 1024);
+}
+
+std::string shared_name(const void* p) {
+  char b[64];
+  if (in_dynamic_window(p))
+    std::snprintf(b, sizeof b, "dynamic shared memory + 0x%zx", std::size_t(static_cast<const char*>(p) - static_cast<const char*>(dynamic_smem)));
+  else
+    std::snprintf(b, sizeof b, "static shared memory %p", p);
+  return b;
 }
 
 AsyncCopies& async_copies() { return tls_worker->async[self("cp.async", Site::current()).index]; }

@@ -1,0 +1,376 @@
+// Hopper's asynchronous machinery on the simulator, behind the twins of src/cuda/ptx.h: mbarrier
+// phases and transaction counts, TMA tensor maps and their 2-D bulk copies (swizzled, out of
+// bounds zero-filled), wgmma.mma_async with shared-memory matrix descriptors, and the checks the
+// hardware leaves to the programmer (a whole warpgroup, a fence before the mma, waits on the
+// right phase). What each instruction does follows the PTX ISA (sections "mbarrier",
+// "cp.async.bulk.tensor", "Asynchronous Warpgroup Level Matrix Multiply-Accumulate") and the
+// driver API's cuTensorMapEncodeTiled.
+//
+// Asynchrony is kept where a wrong program would notice it: a TMA load lands when a thread
+// waits on its mbarrier (its destination holds 0xFF bytes until then), a wgmma reads shared
+// memory and writes its accumulators at the wgmma.wait_group that covers it, a TMA store reads
+// shared memory at the cp.async.bulk.wait_group that covers it.
+#pragma once
+#include <cuda.h>
+
+#include <cstdint>
+#include <cstring>
+#include <string>
+#include <vector>
+
+namespace kl::sim::hopper {
+
+using Site = kl::sim::Site;
+[[noreturn]] inline void fault(const std::string& what, const Site& site) { kl::sim::detail::fault(what.c_str(), site); }
+
+// ---- mbarrier -------------------------------------------------------------------------------
+// The 8 bytes hold: bits 0-19 arrivals pending in this phase, 20-39 the expected count, 40-61 the
+// transaction count (signed), 62 set only in never-initialised (0xFF-poisoned) memory, 63 the
+// phase's parity.
+struct Mbarrier {
+  unsigned pending, expected, parity;
+  long long tx;
+  bool uninitialised;
+};
+inline Mbarrier mbar_read(const void* bar) {
+  std::uint64_t v;
+  std::memcpy(&v, bar, 8);
+  long long tx = static_cast<long long>(v >> 40 & 0x3FFFFF);
+  if (tx & 0x200000) tx -= 0x400000;
+  return {unsigned(v & 0xFFFFF), unsigned(v >> 20 & 0xFFFFF), unsigned(v >> 63), tx, (v >> 62 & 1) != 0};
+}
+inline void mbar_write(void* bar, const Mbarrier& m) {
+  const std::uint64_t v = std::uint64_t(m.pending) | std::uint64_t(m.expected) << 20 |
+                          (std::uint64_t(m.tx) & 0x3FFFFF) << 40 | std::uint64_t(m.parity) << 63;
+  std::memcpy(bar, &v, 8);
+}
+inline std::string mbar_describe(const void* bar) {
+  const Mbarrier m = mbar_read(bar);
+  if (m.uninitialised) return "it was never initialised (mbarrier.init)";
+  return std::to_string(m.pending) + " of " + std::to_string(m.expected) + " arrivals pending, " + std::to_string(m.tx) +
+         " transaction bytes outstanding";
+}
+inline Mbarrier mbar_checked(const void* bar, const char* what, const Site& site) {
+  if (reinterpret_cast<std::uintptr_t>(bar) % 8) fault(std::string(what) + " on an mbarrier not 8-byte aligned", site);
+  const Mbarrier m = mbar_read(bar);
+  if (m.uninitialised) fault(std::string(what) + " on an mbarrier never initialised (mbarrier.init)", site);
+  return m;
+}
+// The phase completes when its arrivals and its transaction bytes are all in.
+inline void mbar_settle(void* bar, Mbarrier m) {
+  if (m.pending == 0 && m.tx == 0) m.parity ^= 1u, m.pending = m.expected;
+  mbar_write(bar, m);
+}
+inline void mbar_init(void* bar, unsigned count, const Site& site) {
+  if (reinterpret_cast<std::uintptr_t>(bar) % 8) fault("mbarrier.init on an address not 8-byte aligned", site);
+  if (count == 0 || count >= (1u << 20)) fault("mbarrier.init with count " + std::to_string(count) + ": 1 to 2^20-1", site);
+  mbar_write(bar, {count, count, 0, 0, false});
+}
+// mbarrier.arrive(.expect_tx): the state before the arrival is the token.
+inline std::uint64_t mbar_arrive(void* bar, unsigned tx_bytes, const char* what, const Site& site) {
+  std::uint64_t token;
+  std::memcpy(&token, bar, 8);
+  Mbarrier m = mbar_checked(bar, what, site);
+  if (m.pending == 0) fault(std::string(what) + ": more arrivals than the mbarrier's count in this phase", site);
+  m.tx += tx_bytes;
+  --m.pending;
+  mbar_settle(bar, m);
+  return token;
+}
+inline void mbar_expect_tx(void* bar, unsigned tx_bytes, const Site& site) {
+  Mbarrier m = mbar_checked(bar, "mbarrier.expect_tx", site);
+  m.tx += tx_bytes;
+  mbar_write(bar, m);
+}
+inline void mbar_complete_tx(void* bar, unsigned tx_bytes) {
+  Mbarrier m = mbar_read(bar);
+  m.tx -= tx_bytes;
+  mbar_settle(bar, m);
+}
+// The phase of parity `parity` has completed once the barrier has moved to the other parity.
+inline bool mbar_phase_done(const void* bar, unsigned parity) {
+  kl::sim::detail::land_bulk(bar);
+  return mbar_read(bar).parity != (parity & 1u);
+}
+// mbarrier.try_wait.parity: lands the TMA copies bound to the barrier, then waits (a scheduling
+// point: the producer runs) until the phase completes; never gives up, so the caller's retry
+// loop runs once. A phase that can never complete is a deadlock naming the barrier.
+inline bool mbar_try_wait(const void* bar, unsigned parity, const Site& site) {
+  mbar_checked(bar, "mbarrier.try_wait.parity", site);
+  kl::sim::detail::mbarrier_wait(bar, parity, {mbar_phase_done, mbar_describe}, "mbarrier.try_wait.parity", site);
+  return true;
+}
+
+// ---- swizzled shared memory -----------------------------------------------------------------
+// Swizzle modes as wgmma descriptors number them: 0 none, 1 128-byte, 2 64-byte, 3 32-byte. The
+// 16-byte chunk bits [4, 4+b) of a shared address are XORed with bits [7, 7+b), b = 3, 2, 1: within
+// each 8 x (swizzle width) atom, row r's chunks are permuted by r (128 B), r/2 (64 B), r/4 (32 B).
+inline std::uintptr_t swizzle(std::uintptr_t address, unsigned mode) {
+  const unsigned bits = mode == 1 ? 3 : mode == 2 ? 2 : mode == 3 ? 1 : 0;
+  const std::uintptr_t mask = (std::uintptr_t(1) << bits) - 1;
+  return address ^ ((address >> 7 & mask) << 4);
+}
+// The host pointer of byte `offset` of a tile in dynamic shared memory at `base`, swizzled with
+// `mode` (the callers have checked that the tile lies in the window).
+inline unsigned char* swizzled(const void* base, std::uintptr_t offset, unsigned mode) {
+  const std::uintptr_t a = kl::sim::detail::shared_address(base) + offset;
+  return static_cast<unsigned char*>(kl::sim::detail::dynamic_shared_at(swizzle(a, mode), 1));
+}
+
+// ---- TMA: tensor maps and 2-D bulk tensor copies ---------------------------------------------
+// The simulator's tensor map, stored in the opaque CUtensorMap.
+struct TensorMap {
+  std::uint64_t magic;
+  const void* base;
+  unsigned rank, element_bytes, swizzle_mode;  // swizzle_mode numbered as the descriptors (1 = 128 B)
+  std::uint64_t dims[3], strides[3];           // strides in bytes; strides[0] = element size
+  unsigned box[3];
+};
+inline constexpr unsigned kMaxRank = 3;  // the simulated tensor maps (the driver's go to 5)
+inline constexpr std::uint64_t kTensorMapMagic = 0x6b6c2d746d6170ull;  // "kl-tmap"
+static_assert(sizeof(TensorMap) <= sizeof(CUtensorMap), "the twin's tensor map fits CUtensorMap");
+
+inline const TensorMap& tensor_map(const void* p, const char* what, const Site& site) {
+  const TensorMap* m = static_cast<const TensorMap*>(p);
+  if (reinterpret_cast<std::uintptr_t>(p) % 64 || m->magic != kTensorMapMagic)
+    fault(std::string(what) + " with a tensor map that cuTensorMapEncodeTiled did not make (or not 64-byte aligned)", site);
+  return *m;
+}
+
+// Element (x, y) of the box at `c0, c1`, offset in bytes within the box as stored in shared memory.
+inline void tma_check_smem(const void* smem, const TensorMap& m, const char* what, const Site& site) {
+  const std::uintptr_t at = kl::sim::detail::shared_address(smem);
+  if (!kl::sim::detail::dynamic_shared_at(at, std::size_t(m.box[0]) * m.box[1] * m.element_bytes))
+    fault(std::string(what) + " with a box not inside the block's dynamic shared memory (the simulator's TMA and wgmma "
+                              "address extern __shared__ tiles only)", site);
+  const std::uintptr_t align = m.swizzle_mode == 0 ? 128 : m.swizzle_mode == 1 ? 1024 : m.swizzle_mode == 2 ? 512 : 256;
+  if (at % align)
+    fault(std::string(what) + " with a shared-memory box not " + std::to_string(align) + "-byte aligned (as its swizzle needs)", site);
+}
+
+// cp.async.bulk.tensor.2d.shared::cluster.global.mbarrier::complete_tx::bytes: the box at
+// coordinates (c0, c1) into shared memory, elements outside the tensor as zeros; its bytes
+// (the whole box) complete transactions on bar when it lands.
+inline void tma_load_2d(void* smem, const void* map, int c0, int c1, void* bar, const Site& site) {
+  const char* what = "cp.async.bulk.tensor.2d (load)";
+  const TensorMap& m = tensor_map(map, what, site);
+  if (m.rank != 2) fault(std::string(what) + " with a tensor map of rank " + std::to_string(m.rank), site);
+  tma_check_smem(smem, m, what, site);
+  mbar_checked(bar, what, site);
+  const unsigned row_bytes = m.box[0] * m.element_bytes, bytes = row_bytes * m.box[1];
+  std::memset(smem, 0xff, bytes);
+  kl::sim::detail::bulk_async(bar, [m, smem, c0, c1, bar, row_bytes, bytes] {
+    for (unsigned y = 0; y < m.box[1]; ++y)
+      for (unsigned x = 0; x < m.box[0]; ++x) {
+        const long long gx = c0 + static_cast<long long>(x), gy = c1 + static_cast<long long>(y);
+        unsigned char* dst = swizzled(smem, std::uintptr_t(y) * row_bytes + x * m.element_bytes, m.swizzle_mode);
+        if (gx < 0 || gy < 0 || gx >= static_cast<long long>(m.dims[0]) || gy >= static_cast<long long>(m.dims[1]))
+          std::memset(dst, 0, m.element_bytes);
+        else
+          std::memcpy(dst, static_cast<const char*>(m.base) + gy * m.strides[1] + gx * m.element_bytes, m.element_bytes);
+      }
+    mbar_complete_tx(bar, bytes);
+  });
+}
+
+// cp.async.bulk.tensor.2d.global.shared::cta.bulk_group: the box from shared memory to (c0, c1),
+// elements outside the tensor dropped; joins the thread's open bulk group.
+inline void tma_store_2d(const void* map, int c0, int c1, const void* smem, const Site& site) {
+  const char* what = "cp.async.bulk.tensor.2d (store)";
+  const TensorMap& m = tensor_map(map, what, site);
+  if (m.rank != 2) fault(std::string(what) + " with a tensor map of rank " + std::to_string(m.rank), site);
+  tma_check_smem(smem, m, what, site);
+  kl::sim::detail::AsyncCopies& q = kl::sim::detail::async_copies();
+  const unsigned row_bytes = m.box[0] * m.element_bytes;
+  q.bulk_stores.push_back({[m, smem, c0, c1, row_bytes] {
+                             for (unsigned y = 0; y < m.box[1]; ++y)
+                               for (unsigned x = 0; x < m.box[0]; ++x) {
+                                 const long long gx = c0 + static_cast<long long>(x), gy = c1 + static_cast<long long>(y);
+                                 if (gx < 0 || gy < 0 || gx >= static_cast<long long>(m.dims[0]) || gy >= static_cast<long long>(m.dims[1])) continue;
+                                 std::memcpy(const_cast<char*>(static_cast<const char*>(m.base)) + gy * m.strides[1] +
+                                                 gx * m.element_bytes,
+                                             swizzled(smem, std::uintptr_t(y) * row_bytes + x * m.element_bytes, m.swizzle_mode),
+                                             m.element_bytes);
+                               }
+                           },
+                           q.bulk_committed});
+}
+inline void bulk_commit() { ++kl::sim::detail::async_copies().bulk_committed; }
+// cp.async.bulk.wait_group(.read) n: the stores of every committed group but the newest n land.
+inline void bulk_wait(unsigned n) {
+  kl::sim::detail::AsyncCopies& q = kl::sim::detail::async_copies();
+  std::vector<kl::sim::detail::BulkStore> kept;
+  for (kl::sim::detail::BulkStore& b : q.bulk_stores)
+    if (b.group + n < q.bulk_committed) b.land();
+    else kept.push_back(std::move(b));
+  q.bulk_stores = std::move(kept);
+}
+
+// ---- warpgroup-wide instructions --------------------------------------------------------------
+// Every thread of the caller's warpgroup makes the call; each gets all 128 deposits.
+template <class T>
+std::vector<T> warpgroup_exchange(const T& mine, const char* what, const Site& site) {
+  static_assert(sizeof(T) <= kl::sim::detail::kSlotBytes, "a warpgroup exchange deposits at most kSlotBytes per thread");
+  const unsigned char* all = kl::sim::detail::group_collective(128, &mine, sizeof(T), what, site);
+  std::vector<T> out(128);
+  for (unsigned i = 0; i < 128; ++i) std::memcpy(static_cast<void*>(&out[i]), all + i * kl::sim::detail::kSlotBytes, sizeof(T));
+  return out;
+}
+
+// setmaxnreg.{inc,dec}.sync.aligned.u32 n: the whole warpgroup, one n in 24..256, a multiple of 8.
+inline void setmaxnreg(unsigned n, const char* what, const Site& site) {
+  if (n < 24 || n > 256 || n % 8) fault(std::string(what) + " " + std::to_string(n) + ": 24 to 256, a multiple of 8", site);
+  for (unsigned v : warpgroup_exchange(n, what, site))
+    if (v != n) fault(std::string(what) + ": the warpgroup's threads asked for different counts (" + std::to_string(n) +
+                          " and " + std::to_string(v) + ")", site);
+}
+
+// ---- wgmma ------------------------------------------------------------------------------------
+// A shared-memory matrix descriptor (PTX ISA, "Matrix Descriptor Format"): start address >> 4 in
+// bits 0-13, leading-dimension byte offset >> 4 in 16-29, stride-dimension byte offset >> 4 in
+// 32-45, swizzle mode in 62-63 (0 none, 1 128 B, 2 64 B, 3 32 B).
+struct Descriptor {
+  std::uintptr_t start, lbo, sbo;
+  unsigned swizzle_mode;
+};
+inline Descriptor decode(std::uint64_t d) {
+  return {std::uintptr_t(d & 0x3FFF) << 4, std::uintptr_t(d >> 16 & 0x3FFF) << 4, std::uintptr_t(d >> 32 & 0x3FFF) << 4,
+          unsigned(d >> 62)};
+}
+// The host address of element (mn, k) of a K-major operand (row mn of A, column mn of B), 2-byte
+// elements. No swizzle: 8x16-byte core matrices, SBO apart along M/N and LBO apart along K.
+// Swizzled: rows of the swizzle width, 8-row atoms SBO apart, the chunks XOR-permuted.
+inline const unsigned char* operand_at(const Descriptor& d, unsigned mn, unsigned k) {
+  const std::uintptr_t kb = 2 * k;
+  std::uintptr_t a;
+  if (d.swizzle_mode == 0) {
+    a = d.start + mn / 8 * d.sbo + kb / 16 * d.lbo + mn % 8 * 16 + kb % 16;
+  } else {
+    const std::uintptr_t width = d.swizzle_mode == 1 ? 128 : d.swizzle_mode == 2 ? 64 : 32;
+    a = swizzle(d.start + mn / 8 * d.sbo + mn % 8 * width + kb, d.swizzle_mode);
+  }
+  return static_cast<const unsigned char*>(kl::sim::detail::dynamic_shared_at(a, 2));
+}
+
+// Every element a descriptor names for an operand of `rows` (64 for A, N for B) x 16 lies in
+// the block's dynamic shared memory.
+inline void check_operand(std::uint64_t desc, unsigned rows, const char* operand, const char* what, const Site& site) {
+  const Descriptor d = decode(desc);
+  for (unsigned mn = 0; mn < rows; ++mn)
+    for (unsigned k = 0; k < 16; k += 15)
+      if (!operand_at(d, mn, k))
+        fault(std::string(what) + ": the " + operand + " descriptor names bytes outside the block's dynamic shared memory "
+                                  "(the simulator's wgmma reads extern __shared__ tiles only)", site);
+}
+
+struct WgmmaCall {
+  std::uint64_t desc_a, desc_b;
+  std::uint32_t a[4];  // A's fragment when A comes from registers
+  int scale_d;
+  bool a_in_registers;
+};
+
+// wgmma.mma_async.sync.aligned.m64nNk16.f32.{f16,bf16}: D (64 x N, f32, N/2 per thread) =
+// A (64 x 16) B (16 x N) + (scale_d ? D : 0). Issue checks the warpgroup, its fence and the
+// operands; the multiply runs at the wgmma.wait_group that covers it.
+//   D:  thread (warp w, lane g*4+t), d[i]: row 16w + g + 8((i%4)/2), column 8(i/4) + 2t + i%2
+//   A from registers: a[r], half e: row 16w + g + 8(r&1), column 2t + e + 8(r>>1) (as mma.sync's A)
+template <int N, class Decode>
+void wgmma(float* d, const WgmmaCall& call, Decode decode_element, const char* what, const Site& site) {
+  kl::sim::detail::AsyncCopies& q = kl::sim::detail::async_copies();
+  if (!q.wgmma_fenced)
+    fault(std::string(what) + " with no wgmma.fence before it since the warpgroup's last wgmma.wait_group (or the kernel's start)",
+          site);
+  const std::vector<WgmmaCall> all = warpgroup_exchange(call, what, site);
+  for (const WgmmaCall& o : all)
+    if (o.desc_a != call.desc_a || o.desc_b != call.desc_b || o.scale_d != call.scale_d)
+      fault(std::string(what) + ": the warpgroup's threads passed different descriptors or scale-d", site);
+  if (!call.a_in_registers) check_operand(call.desc_a, 64, "A", what, site);
+  check_operand(call.desc_b, N, "B", what, site);
+  kl::sim::detail::profile_note(kl::sim::detail::Counted::wgmma, nullptr, unsigned(N / 8), kl::sim::detail::site_key(site));
+  const unsigned tid = kl::sim::detail::thread_rank() % 128, w = tid / 32, g = tid % 32 / 4, t = tid % 4;
+  std::vector<std::uint32_t> a_regs;
+  if (call.a_in_registers)
+    for (const WgmmaCall& o : all) a_regs.insert(a_regs.end(), o.a, o.a + 4);
+  q.wgmma.push_back({[=] {
+                       const Descriptor da = decode(call.desc_a), db = decode(call.desc_b);
+                       auto a_at = [&](unsigned row, unsigned k) -> float {
+                         if (!call.a_in_registers) {
+                           std::uint16_t bits;
+                           std::memcpy(&bits, operand_at(da, row, k), 2);
+                           return decode_element(bits);
+                         }
+                         // The thread of warp row/16, g = row%8, t = (k%8)/2 holds it in register (row%16)/8 + 2(k/8).
+                         const unsigned owner = 32 * (row / 16) + 4 * (row % 8) + (k % 8) / 2, r = (row % 16) / 8 + 2 * (k / 8);
+                         return decode_element(a_regs[4 * owner + r] >> (16 * (k % 2)) & 0xFFFF);
+                       };
+                       for (int i = 0; i < N / 2; ++i) {
+                         const unsigned row = 16 * w + g + 8 * ((i % 4) / 2), col = 8 * (i / 4) + 2 * t + i % 2;
+                         float acc = call.scale_d ? d[i] : 0.0f;
+                         for (unsigned k = 0; k < 16; ++k) {
+                           std::uint16_t b;
+                           std::memcpy(&b, operand_at(db, col, k), 2);
+                           acc = acc + a_at(row, k) * decode_element(b);
+                         }
+                         d[i] = acc;
+                       }
+                     },
+                     q.wgmma_committed});
+}
+
+inline void wgmma_fence(const Site& site) {
+  warpgroup_exchange(0, "wgmma.fence", site);
+  kl::sim::detail::async_copies().wgmma_fenced = true;
+}
+inline void wgmma_commit(const Site& site) {
+  warpgroup_exchange(0, "wgmma.commit_group", site);
+  ++kl::sim::detail::async_copies().wgmma_committed;
+}
+// wgmma.wait_group n: the wgmmas of every committed group but the newest n run, in issue order.
+inline void wgmma_wait(unsigned n, const Site& site) {
+  warpgroup_exchange(n, "wgmma.wait_group", site);
+  kl::sim::detail::AsyncCopies& q = kl::sim::detail::async_copies();
+  std::vector<kl::sim::detail::PendingWgmma> kept;
+  for (kl::sim::detail::PendingWgmma& p : q.wgmma)
+    if (p.group + n < q.wgmma_committed) p.run();
+    else kept.push_back(std::move(p));
+  q.wgmma = std::move(kept);
+  q.wgmma_fenced = false;
+}
+
+}  // namespace kl::sim::hopper
+
+// The shared-state-space address of a generic pointer (what descriptors and shared:: PTX operands take).
+inline std::size_t __cvta_generic_to_shared(const void* p) { return kl::sim::detail::shared_address(p); }
+
+// The driver's cuTensorMapEncodeTiled on the simulator: the same checks, the simulator's map.
+inline CUresult kl_sim_cuTensorMapEncodeTiled(CUtensorMap* map, CUtensorMapDataType type, cuuint32_t rank, void* address,
+                                              const cuuint64_t* dims, const cuuint64_t* strides, const cuuint32_t* box,
+                                              const cuuint32_t* element_strides, CUtensorMapInterleave interleave,
+                                              CUtensorMapSwizzle swizzle, CUtensorMapL2promotion, CUtensorMapFloatOOBfill) {
+  static const unsigned kBytes[] = {1, 2, 4, 4, 8, 8, 2, 4, 8, 2, 4, 4, 4};
+  if (!map || !address || !dims || !box || rank == 0 || rank > kl::sim::hopper::kMaxRank || unsigned(type) >= sizeof kBytes / sizeof kBytes[0] ||
+      interleave != CU_TENSOR_MAP_INTERLEAVE_NONE || swizzle > CU_TENSOR_MAP_SWIZZLE_128B ||
+      reinterpret_cast<std::uintptr_t>(map) % 64 || reinterpret_cast<std::uintptr_t>(address) % 16)
+    return CUDA_ERROR_INVALID_VALUE;
+  kl::sim::hopper::TensorMap m{};
+  m.magic = kl::sim::hopper::kTensorMapMagic;
+  m.base = address, m.rank = rank, m.element_bytes = kBytes[type];
+  m.swizzle_mode = swizzle == CU_TENSOR_MAP_SWIZZLE_128B ? 1 : swizzle == CU_TENSOR_MAP_SWIZZLE_64B ? 2 : swizzle == CU_TENSOR_MAP_SWIZZLE_32B ? 3 : 0;
+  m.strides[0] = m.element_bytes;
+  for (unsigned i = 0; i < rank; ++i) {
+    if (dims[i] == 0 || dims[i] > (1ull << 32) || box[i] == 0 || box[i] > 256) return CUDA_ERROR_INVALID_VALUE;
+    if (element_strides && element_strides[i] != 1) return CUDA_ERROR_INVALID_VALUE;  // strided boxes: not simulated
+    m.dims[i] = dims[i], m.box[i] = box[i];
+    if (i > 0) {
+      if (!strides || strides[i - 1] % 16 || strides[i - 1] >= (1ull << 40)) return CUDA_ERROR_INVALID_VALUE;
+      m.strides[i] = strides[i - 1];
+    }
+  }
+  const unsigned inner = box[0] * m.element_bytes, width[] = {0, 128, 64, 32};
+  if (inner % 16 || (m.swizzle_mode && inner > width[m.swizzle_mode])) return CUDA_ERROR_INVALID_VALUE;
+  std::memset(map, 0, sizeof *map);
+  std::memcpy(map, &m, sizeof m);
+  return CUDA_SUCCESS;
+}
+#define cuTensorMapEncodeTiled kl_sim_cuTensorMapEncodeTiled
