@@ -42,7 +42,7 @@ foreach(family ${families})
     add_library(kl_${family}_sim OBJECT ${sim_wrappers})
     # -fno-strict-aliasing: CUDA code reads memory through other types (a float4 over floats, a
     # 16-byte chunk over halves), which nvcc compiles as written and GCC's -O2 need not.
-    target_compile_options(kl_${family}_sim PRIVATE -include ${KERNELAB_SIM_DIR}/cuda_sim.h -O2 -fno-strict-aliasing -Wall -Wextra)
+    target_compile_options(kl_${family}_sim PRIVATE -include ${KERNELAB_SIM_DIR}/cuda_sim.h -O2 -fno-strict-aliasing -Wall -Wextra -Wno-psabi)
     target_link_libraries(kl_${family}_sim PRIVATE kl_base kl_sim)
     target_sources(kl_${family} PRIVATE $<TARGET_OBJECTS:kl_${family}_sim>)
     # The profiling build (`kernelab sim profile`): GCC's ThreadSanitizer instrumentation at compile
@@ -52,7 +52,7 @@ foreach(family ${families})
     # every basic block, from which the profiler tells loop iterations apart (divergent lanes); with
     # -fno-reorder-blocks(-and-partition) a loop's blocks lie between its first block and its back edge, in source order.
     add_library(kl_${family}_simprof OBJECT ${sim_wrappers})
-    target_compile_options(kl_${family}_simprof PRIVATE -include ${KERNELAB_SIM_DIR}/cuda_sim.h -O2 -fno-strict-aliasing -Wall -Wextra
+    target_compile_options(kl_${family}_simprof PRIVATE -include ${KERNELAB_SIM_DIR}/cuda_sim.h -O2 -fno-strict-aliasing -Wall -Wextra -Wno-psabi
                            -fsanitize=thread --param=tsan-instrument-func-entry-exit=0 -fno-tree-vectorize -fno-tree-sra
                            -fsanitize-coverage=trace-pc -fno-reorder-blocks
                            -fno-reorder-blocks-and-partition -Wno-tsan)

@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # The gemm ladder on a GPU (issue 13's benchmarks): square 1024-8192 and the LLM shapes
-# M in {1, 16, 64, 128, 512, 4096} x (N, K) in {(4096, 4096), (14336, 4096), (4096, 14336)}, bf16,
+# M in {1, 16, 64, 128, 512, 4096} x (N, K) in {(4096, 4096), (14336, 4096), (4096, 14336)}, bf16
+# (weights column-major),
 # plus fp32 squares, every rung in one bench call per shape (so ratios come from one run), then
 # each rung as % of its peer (cuBLASLt for bf16, cuBLAS SGEMM for fp32) in gemm/summary.txt.
 # Usage: scripts/gemm-bench.sh KERNELAB OUTDIR [BUDGET_S]; stops starting shapes after BUDGET_S.
@@ -14,9 +15,16 @@ run() {  # NAME ARGS...: one bench call into NAME.json, unless the budget is spe
   echo "-- gemm $name"
   "$kl" bench gemm --backend cuda "$@" --max-seconds 0.2 --json > "$out/$name.json" || { echo "gemm $name failed"; failed=1; }
 }
-for s in 1024 2048 4096 8192; do run "square-bf16-$s" --m "$s" --n "$s" --k "$s" --dtype bf16; done
+# B row-major: the mma.sync rungs (v08-v10); B column-major (K-major, a Linear layer's [out, in]
+# weights): the Hopper rungs (v11, v12). cuBLASLt runs in both.
+for s in 1024 2048 4096 8192; do
+  run "square-bf16-$s" --m "$s" --n "$s" --k "$s" --dtype bf16
+  run "square-bf16-bcol-$s" --m "$s" --n "$s" --k "$s" --dtype bf16 --b-layout col
+done
 for nk in 4096x4096 14336x4096 4096x14336; do
-  for m in 1 16 64 128 512 4096; do run "llm-bf16-m$m-n${nk%x*}-k${nk#*x}" --m "$m" --n "${nk%x*}" --k "${nk#*x}" --dtype bf16; done
+  for m in 1 16 64 128 512 4096; do
+    run "llm-bf16-m$m-n${nk%x*}-k${nk#*x}" --m "$m" --n "${nk%x*}" --k "${nk#*x}" --dtype bf16 --b-layout col
+  done
 done
 for s in 1024 4096; do run "square-fp32-$s" --m "$s" --n "$s" --k "$s" --dtype fp32; done
 python3 "$(dirname "$0")/gemm_summary.py" "$out" | tee "$out/summary.txt" || failed=1

@@ -313,6 +313,18 @@ TEST(Cli, SweepJson) {
 
 }  // namespace
 
+// The Hopper rungs on a simulated GPU of 2 SMs: 9 output tiles, so the persistent rung's blocks
+// loop over several tiles and its producer runs the stage ring on across tile boundaries.
+TEST(Cli, HopperRungsOnMoreTilesThanSms) {
+  setenv("KERNELAB_SIM_DEVICE", "sms=2", 1);
+  const Result r = run("check gemm --backend sim --variant cuda_tma_wgmma cuda_warp_specialized --m 300 --n 264 --k 520 "
+                       "--b-layout col --dtype bf16 --alpha 0.5 --beta -1.5");
+  unsetenv("KERNELAB_SIM_DEVICE");
+  if (r.out.find("sim") == std::string::npos) GTEST_SKIP() << "no simulator backend in this build";
+  EXPECT_EQ(r.code, 0) << r.out;
+  EXPECT_THAT(r.out, HasSubstr("all variants passed"));
+}
+
 // Without a GPU, bench names the CUDA rows it could not run, and the rungs that would not take
 // the problem anyway with their reason (bf16 gemm: the fp32 rungs and the SGEMM peers; fp32 gemm:
 // the tensor-core rungs and cuBLASLt).
@@ -323,11 +335,12 @@ TEST(Cli, BenchNamesTheRowsAnAbsentBackendWouldHaveHad) {
   EXPECT_THAT(r.out, HasSubstr("cuda_naive, cuda_coalesced, cuda_smem, cuda_1d_blocktile, cuda_2d_blocktile, "
                                "cuda_vectorized, cuda_warptile would not run it either: an fp32 CUDA-core rung"));
   EXPECT_THAT(r.out, HasSubstr("rows not run: cuda_wmma, cuda_mma_ldmatrix, cuda_cp_async, cublaslt (peer)\n"));
+  EXPECT_THAT(r.out, HasSubstr("cuda_tma_wgmma, cuda_warp_specialized would not run it either: A row-major and B column-major only"));
   EXPECT_THAT(r.out, HasSubstr("cublas (peer), cublas_tf32 (peer) would not run it either: cuBLAS SGEMM takes fp32 only"));
   r = run("bench gemm --m 8 --n 8 --k 8 --dtype fp32 --max-seconds 0.05");
   ASSERT_EQ(r.code, 0) << r.err;
   EXPECT_THAT(r.out, HasSubstr("  rows not run: cuda_naive, cuda_coalesced, "));
   EXPECT_THAT(r.out, HasSubstr("cuda_warptile, cublas (peer), cublas_tf32 (peer)\n"));
-  EXPECT_THAT(r.out, HasSubstr("cuda_wmma, cuda_mma_ldmatrix, cuda_cp_async, cublaslt (peer) would not run it either: "
-                               "a tensor-core rung"));
+  EXPECT_THAT(r.out, HasSubstr("cuda_wmma, cuda_mma_ldmatrix, cuda_cp_async, cuda_tma_wgmma, cuda_warp_specialized, "
+                               "cublaslt (peer) would not run it either: a tensor-core rung"));
 }

@@ -90,8 +90,8 @@ std::string_view sass_opcode(std::string_view t) {
   t = trim(t.substr(close + 2));
   if (!t.empty() && t.front() == '@') t = trim(t.substr(std::min(t.size(), t.find_first_of(" \t"))));
   size_t n = 0;
-  while (n < t.size() && (std::isupper(static_cast<unsigned char>(t[n])) || std::isdigit(static_cast<unsigned char>(t[n])) ||
-                          t[n] == '_' || t[n] == '.'))
+  // Letters too: Hopper's shapes are lower-case ("HGMMA.64x128x16.F32").
+  while (n < t.size() && (std::isalnum(static_cast<unsigned char>(t[n])) || t[n] == '_' || t[n] == '.'))
     ++n;
   return n && std::isupper(static_cast<unsigned char>(t[0])) ? t.substr(0, n) : std::string_view{};
 }

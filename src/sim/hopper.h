@@ -327,8 +327,9 @@ inline void wgmma_commit(const Site& site) {
   ++kl::sim::detail::async_copies().wgmma_committed;
 }
 // wgmma.wait_group n: the wgmmas of every committed group but the newest n run, in issue order.
+// Each thread runs its part before the warpgroup's rendezvous, so that when any thread leaves the
+// wait (and perhaps releases the stage to a producer), the whole warpgroup has read its operands.
 inline void wgmma_wait(unsigned n, const Site& site) {
-  warpgroup_exchange(n, "wgmma.wait_group", site);
   kl::sim::detail::AsyncCopies& q = kl::sim::detail::async_copies();
   std::vector<kl::sim::detail::PendingWgmma> kept;
   for (kl::sim::detail::PendingWgmma& p : q.wgmma)
@@ -336,6 +337,7 @@ inline void wgmma_wait(unsigned n, const Site& site) {
     else kept.push_back(std::move(p));
   q.wgmma = std::move(kept);
   q.wgmma_fenced = false;
+  warpgroup_exchange(n, "wgmma.wait_group", site);
 }
 
 }  // namespace kl::sim::hopper

@@ -101,8 +101,9 @@ std::vector<std::string> compile_flags(const RunRequest& r, const fs::path& sour
   const std::string dir = KERNELAB_SIM_DIR;
   // -fstack-clash-protection: a frame larger than the guard page below a fiber's stack
   // touches each page on the way down, so an overflow faults instead of hitting a neighbour.
-  // -fno-strict-aliasing: CUDA programs read memory through other types (float4 over floats).
-  std::vector<std::string> f = {"-std=" + r.std, "-O1", "-fno-strict-aliasing", "-g", "-pthread", "-fstack-clash-protection",
+  // -fno-strict-aliasing: CUDA programs read memory through other types (float4 over floats);
+  // -Wno-psabi: GCC's note on passing 128-byte-aligned structs (CUtensorMap kernel parameters).
+  std::vector<std::string> f = {"-std=" + r.std, "-O1", "-fno-strict-aliasing", "-Wno-psabi", "-g", "-pthread", "-fstack-clash-protection",
                                 "-include", dir + "/cuda_sim.h",
                                 "-I", dir + "/shadow", "-I", fs::path(dir).parent_path().string(),
                                 "-I", KERNELAB_SIM_GENERATED, "-I", KERNELAB_SIM_CUDA_INCLUDE,
