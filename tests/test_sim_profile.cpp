@@ -311,6 +311,17 @@ TEST(SimProfile, GemmLadderCountsWhatItsNotesClaim) {
   EXPECT_EQ(sum(cp, "sim__ldgsts_bytes.sum"), 2.0 * 256 * 256 * 2 * 2) << "A and B once per block row/column: 2 blocks each";
   EXPECT_EQ(sum(cp, "l1tex__t_sectors_pipe_lsu_mem_global_op_ldgsts.sum") /
                 sum(cp, "l1tex__t_requests_pipe_lsu_mem_global_op_ldgsts.sum"), 16);
+  // Hopper: m64n128k16 per warpgroup instruction, counted per warp (4 each); no thread loads A or B.
+  const json w = profile("gemm --dtype bf16 --m 256 --n 256 --k 256 --b-layout col --variant cuda_tma_wgmma cuda_warp_specialized");
+  for (const char* v : {"cuda_tma_wgmma", "cuda_warp_specialized"}) {
+    const json r = rung(w, v);
+    EXPECT_TRUE(r["checked"].get<bool>()) << v << ": " << r["check_failure"];
+    EXPECT_EQ(sum(r, "sim__tensor_flops.sum"), flops) << v;
+    EXPECT_EQ(sum(r, "sm__inst_executed_pipe_tensor_op_gmma.sum"), 4 * flops / (2 * 64 * 128 * 16)) << v;
+    EXPECT_EQ(sum(r, kLdReq), 0) << v << ": A and B arrive by TMA";
+    EXPECT_EQ(sum(r, kShStConf), 0) << v;
+  }
+  EXPECT_EQ(sum(rung(w, "cuda_warp_specialized"), kStReq), 0) << "D leaves by TMA store";
 }
 
 TEST(SimProfile, BankSweepStrideKIsAGcdKWayConflict) {

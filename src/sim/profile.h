@@ -33,7 +33,7 @@ struct ProfileCounts {
   // Active lanes summed over the global and shared memory instructions (divergence).
   std::uint64_t memory_lanes = 0;
   std::uint64_t mma_f16 = 0, mma_s8 = 0, mma_f8 = 0;  // warp-level mma.sync instructions
-  std::uint64_t wgmma = 0;  // wgmma.mma_async, counted per warp (4 per warpgroup instruction)
+  std::uint64_t wgmma_lanes = 0;  // lanes that issued wgmma.mma_async: 32 per warp-level instruction, 128 per warpgroup's
   std::uint64_t tensor_flops = 0;
   // The L2 model: sectors that miss (read from DRAM) and dirty sectors written back.
   std::uint64_t dram_read_bytes = 0, dram_write_bytes = 0;

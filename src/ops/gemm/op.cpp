@@ -81,7 +81,8 @@ Op make_gemm_op() {
   // Small enough to simulate in seconds, two 128x128 tiles wide: each rung's access pattern shows.
   op.profile_cases = [](const Op& self) {
     return std::vector<Problem>{make_problem(self, DType::f32, {{"m", 256}, {"n", 256}, {"k", 256}}),
-                                make_problem(self, DType::bf16, {{"m", 256}, {"n", 256}, {"k", 256}})};
+                                make_problem(self, DType::bf16, {{"m", 256}, {"n", 256}, {"k", 256}}),
+                                make_problem(self, DType::bf16, {{"m", 256}, {"n", 256}, {"k", 256}}, {{"b_layout", "col"}})};
   };
   op.tolerance = [](const Problem& p) { return default_tolerance(p.dtype); };
   op.error_per_row = false;

@@ -251,7 +251,9 @@ void count_instruction(Session& s, const Event* e, const Event* end, std::vector
     case Kind::mma_f16: ++c.mma_f16, c.tensor_flops += 2 * 16 * 8 * 16; return;
     case Kind::mma_s8: ++c.mma_s8, c.tensor_flops += 2 * 16 * 8 * 32; return;
     case Kind::mma_f8: ++c.mma_f8, c.tensor_flops += 2 * 16 * 8 * 32; return;
-    case Kind::wgmma: ++c.wgmma, c.tensor_flops += 2 * 16 * (8 * std::uint64_t(e->bytes)) * 16; return;  // a warp's 16 rows of m64nNk16
+    case Kind::wgmma:  // each lane's share of its warp's 16 rows of m64nNk16, whatever the profiler's grouping
+      c.wgmma_lanes += lanes, c.tensor_flops += lanes * (2 * 16 * (8 * std::uint64_t(e->bytes)) * 16 / 32);
+      return;
     case Kind::ldsm:
       ++c.ldsm_requests, wavefronts_of(e, end, c.ldsm_wavefronts, c.ldsm_ideal);
       for (const Event* x = e; x != end; ++x) c.ldsm_bytes += x->bytes;
@@ -467,7 +469,7 @@ const std::vector<std::uint64_t ProfileCounts::*>& ProfileCounts::fields() {
       &C::ldsm_wavefronts,    &C::ldsm_ideal,         &C::memory_lanes,         &C::mma_f16,
       &C::mma_s8,             &C::mma_f8,             &C::tensor_flops,         &C::dram_read_bytes,
       &C::dram_write_bytes,   &C::global_lines,       &C::ldgsts_bytes,         &C::ldsm_bytes,
-      &C::wgmma};
+      &C::wgmma_lanes};
   return f;
 }
 
@@ -610,7 +612,7 @@ std::vector<Metric> profile_metrics(const ProfileCounts& c, double k) {
       k * double(c.mma_f16),
       k * double(c.mma_s8),
       k * double(c.mma_f8),
-      k * double(c.wgmma),
+      k * double(c.wgmma_lanes) / 32,
       k * double(c.tensor_flops),
       ratio(double(c.global_ld_sectors + c.global_st_sectors), gl_req),
       ratio(conflicts_ld + conflicts_st, double(c.shared_ld_requests + c.shared_st_requests)),

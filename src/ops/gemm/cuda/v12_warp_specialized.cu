@@ -16,7 +16,7 @@ constexpr int kStages = 4, kBand = 8;
 
 struct alignas(1024) SmemWs {
   Smem<kStages> pipe;
-  uint16_t d[2][64 * kBN];  // each consumer's 64 x 128 D tile for the TMA store, row-major
+  uint16_t d[2][2][64 * 64];  // each consumer's 64 x 128 D tile for the TMA store: two 64 x 64 halves, 128-byte swizzled
 };
 constexpr int kSmem = static_cast<int>(sizeof(SmemWs));
 
@@ -64,7 +64,6 @@ __global__ void __launch_bounds__(384, 1)
   }
   kl::ptx::setmaxnreg_inc<232>();
   const int c = wg - 1, w = tid / 32, g = tid % 32 / 4, q = tid % 4;
-  uint16_t* staged = sp->d[c];
   int it = 0;
   for (int t = blockIdx.x; t < tiles; t += gridDim.x) {
     int tm, tn;
@@ -76,23 +75,29 @@ __global__ void __launch_bounds__(384, 1)
       consume_stage<T>(s, st, c, acc, kt == 0);
       if (tid == 0) kl::ptx::mbarrier_arrive(&s.empty[st]);
     }
-    // Epilogue: alpha/beta in registers, D through shared memory, one TMA store.
+    // Epilogue: alpha/beta in registers, D through shared memory, TMA stores. Each half of the
+    // warpgroup's 64 x 128 tile is 64 rows of 128 bytes, 128-byte swizzled: the 8 rows a warp's
+    // pair stores touch land in 8 different 16-byte bank groups.
     const int row0 = tm * kBM + c * 64, col0 = tn * kBN;
-    if (tid == 0) kl::ptx::bulk_wait_read<0>();  // the previous tile's store has read the staging tile
+    if (tid == 0) kl::ptx::bulk_wait_read<0>();  // the previous tile's stores have read the staging tiles
     kl::ptx::bar_sync(1 + c, 128);
     KL_UNROLL
-    for (int i = 0; i < 64; ++i) {
-      const int r = 16 * w + g + 8 * ((i % 4) / 2), col = 8 * (i / 4) + 2 * q + i % 2;
-      float v = o.alpha * acc[i];
-      if (o.beta != 0.0f && row0 + r < o.m && col0 + col < o.n)
-        v += o.beta * gemm_tc::to_f32(o.c[static_cast<int64_t>(row0 + r) * o.n + col0 + col]);
-      const T x = gemm_tc::from_f32<T>(v);
-      memcpy(&staged[r * kBN + col], &x, 2);
+    for (int i = 0; i < 64; i += 2) {
+      const int r = 16 * w + g + 8 * ((i % 4) / 2), col = 8 * (i / 4) + 2 * q;
+      float v[2] = {o.alpha * acc[i], o.alpha * acc[i + 1]};
+      KL_UNROLL
+      for (int e = 0; e < 2; ++e)
+        if (o.beta != 0.0f && row0 + r < o.m && col0 + col + e < o.n)
+          v[e] += o.beta * gemm_tc::to_f32(o.c[static_cast<int64_t>(row0 + r) * o.n + col0 + col + e]);
+      const T pair[2] = {gemm_tc::from_f32<T>(v[0]), gemm_tc::from_f32<T>(v[1])};
+      const int byte = r * 128 + (col % 64) * 2, swizzled = byte ^ ((r & 7) << 4);
+      memcpy(reinterpret_cast<unsigned char*>(sp->d[c][col / 64]) + swizzled, pair, 4);
     }
-    kl::ptx::fence_proxy_async();  // the stores above, before the TMA store reads them
+    kl::ptx::fence_proxy_async();  // the stores above, before the TMA stores read them
     kl::ptx::bar_sync(1 + c, 128);
     if (tid == 0) {
-      kl::ptx::tma_store_2d(&map_d, col0, row0, staged);
+      kl::ptx::tma_store_2d(&map_d, col0, row0, sp->d[c][0]);
+      if (col0 + 64 < o.n) kl::ptx::tma_store_2d(&map_d, col0 + 64, row0, sp->d[c][1]);
       kl::ptx::bulk_commit();
     }
   }
@@ -117,7 +122,7 @@ template <class T> void launch_as(const GemmParams& p, const Args& a) {
   const Operands<T> o = gemm_tc::operands<T>(p, a);
   const CUtensorMap map_a = tensor_map(o.a, o.m, o.k, kBM, kBK, CU_TENSOR_MAP_SWIZZLE_128B);
   const CUtensorMap map_b = tensor_map(o.b, o.n, o.k, kBN, kBK, CU_TENSOR_MAP_SWIZZLE_128B);
-  const CUtensorMap map_d = tensor_map(o.d, o.m, o.n, 64, kBN, CU_TENSOR_MAP_SWIZZLE_NONE);
+  const CUtensorMap map_d = tensor_map(o.d, o.m, o.n, 64, 64, CU_TENSOR_MAP_SWIZZLE_128B);
   const int tiles = ((o.m + kBM - 1) / kBM) * ((o.n + kBN - 1) / kBN);
   static const int sms = sm_count();
   KL_LAUNCH(gemm_warp_specialized<T>, dim3(std::min(tiles, sms)), 384, kSmem, a.stream, map_a, map_b, map_d, o);
