@@ -75,8 +75,19 @@ RungExplanation explain_gemm_rung(const Request& req, const std::string& rung, c
   const GpuSpec& g = find_gpu(req.gpu);
   const GemmShape shape = gemm_shape(req);
   const DType dtype = parse_format(req.dtype).storage;
-  const Problem p = make_problem(op, dtype, {{"m", shape.m}, {"n", shape.n}, {"k", shape.k}}, {}, Use::cost_only);
-  if (Reason why = v->supports_config(p, c)) bad_input(fmt::format("--rung {} does not take this problem: {}", rung, *why));
+  // The first layout of A and B the rung takes (the Hopper rungs want B column-major).
+  std::string layouts;
+  Reason why;
+  for (const char* la : {"row", "col"})
+    for (const char* lb : {"row", "col"}) {
+      if (!layouts.empty()) continue;
+      const Problem p = make_problem(op, dtype, {{"m", shape.m}, {"n", shape.n}, {"k", shape.k}},
+                                     {{"a_layout", la}, {"b_layout", lb}}, Use::cost_only);
+      const Reason r = v->supports_config(p, c);
+      if (!r) layouts = fmt::format("A {}-major, B {}-major", la, lb);
+      else if (!why) why = r;
+    }
+  if (layouts.empty()) bad_input(fmt::format("--rung {} does not take this problem: {}", rung, *why));
   const double m = double(shape.m), n = double(shape.n), k = double(shape.k), e = dtype_bits(dtype) / 8.0;
 
   RungExplanation out;
@@ -84,8 +95,9 @@ RungExplanation explain_gemm_rung(const Request& req, const std::string& rung, c
   j = {{"rung", v->name}, {"config", c.name}, {"source", v->source}, {"gpu", g.id}, {"dtype", req.dtype},
        {"m", shape.m}, {"n", shape.n}, {"k", shape.k}, {"modelled", true}};
   std::string& s = out.text;
-  s += fmt::format("gemm rung {} ({}), config {}, {} m={} n={} k={}, on {} ({}); every time below is modelled\n",
-                   v->name, v->source, c.name, req.dtype, shape.m, shape.n, shape.k, g.name, g.id);
+  s += fmt::format("gemm rung {} ({}), config {}, {} m={} n={} k={} ({}), on {} ({}); every time below is modelled\n",
+                   v->name, v->source, c.name, req.dtype, shape.m, shape.n, shape.k, layouts, g.name, g.id);
+  j["layouts"] = layouts;
   s += fmt::format("  note         {}\n", v->note);
   if (!c.tiling) {
     s += "  tiles        none: each thread reads its own row of A and column of B from global memory, 2 FLOPs per "
@@ -139,10 +151,12 @@ RungExplanation explain_gemm_rung(const Request& req, const std::string& rung, c
   s += "  intensity    FLOPs per byte moved into each level:\n";
   s += fmt::format("    global -> shared     2*BM*BN / ((BM+BN)*e) = {} FLOP/B (each k slice of A and B serves the block's tile)\n",
                    num(ai_block));
-  s += fmt::format("    shared -> registers  2*WM*WN / ((WM+WN)*e) = {} FLOP/B (a warp's distinct reads)\n", num(ai_warp));
+  const bool wgmma = t.mma.rfind("wgmma", 0) == 0;  // operands straight from shared memory, per warpgroup
+  s += fmt::format("    {}  2*WM*WN / ((WM+WN)*e) = {} FLOP/B ({})\n", wgmma ? "shared -> tensor core" : "shared -> registers ",
+                   num(ai_warp), wgmma ? "a warpgroup's wgmma operands, read from shared memory" : "a warp's distinct reads");
   if (tensor) {
     const double ai_mma = 2.0 * t.mma_m * t.mma_n * t.mma_k / ((t.mma_m * t.mma_k + t.mma_k * t.mma_n) * e);
-    s += fmt::format("    registers -> tensor core  {} FLOPs from {} B of A and B fragments = {} FLOP/B\n",
+    s += fmt::format("    per instruction      {} FLOPs from {} B of A and B operands = {} FLOP/B\n",
                      2 * t.mma_m * t.mma_n * t.mma_k, num((t.mma_m * t.mma_k + t.mma_k * t.mma_n) * e), num(ai_mma));
     j["intensity_mma"] = ai_mma;
   } else {
@@ -166,7 +180,7 @@ RungExplanation explain_gemm_rung(const Request& req, const std::string& rung, c
                    bytes_text(l2_bytes), num(tiles_n), num(tiles_m));
   s += fmt::format("    DRAM                 {} at least (A, B, D once; beta = 0): {} at {} GB/s ({})\n", bytes_text(dram_bytes),
                    secs(t_dram), num(bw.value / 1e9), bw.source);
-  s += fmt::format("    shared -> registers  {}: {} at 32 banks x 4 B per clock per SM, {} SMs at {} MHz ({})\n",
+  s += fmt::format("    shared memory        {} read: {} at 32 banks x 4 B per clock per SM, {} SMs at {} MHz ({})\n",
                    bytes_text(smem_bytes), secs(t_smem), num(sms), num(g.boost_clock_mhz.value), g.boost_clock_mhz.source);
   s += fmt::format("    compute              {} FLOPs executed at {} TFLOP/s {} ({}), over {}% full waves: {}\n", num(executed),
                    num(peak.value / 1e12), tensor ? req.dtype : "fp32 FFMA", peak.source, num(100 * wave_eff), secs(t_compute));
