@@ -90,6 +90,17 @@ if [ "$gpu" = 1 ]; then
     "$kl" bench "$op" --backend cuda --rows 16384 --cols 4096 --dtype fp32 --max-seconds 0.3 --json > "$OUT/big/$op.json" ||
       status+=("big $op failed")
   done
+  # The simulator's twins against the hardware: these tests/sim programs check themselves against
+  # host loops (the PTX fragment layouts, wmma, TMA + mbarrier + wgmma), so a pass here confirms
+  # that what the simulator does is what the GPU does.
+  step "tests/sim programs on the GPU (twins against the instructions)"
+  mkdir -p "$OUT/sim-programs"
+  for prog in ptx_wrappers wmma_gemm hopper_gemm matmul_tiled reduce_warp histogram; do
+    nvcc -std=c++17 -arch=sm_90a -I src "tests/sim/$prog.cu" -o "$OUT/sim-programs/$prog" > "$OUT/sim-programs/$prog.build.txt" 2>&1 &&
+      timeout 60 "$OUT/sim-programs/$prog" > "$OUT/sim-programs/$prog.txt" 2>&1 || status+=("tests/sim/$prog on the GPU failed")
+    tail -2 "$OUT/sim-programs/$prog.txt" 2>/dev/null
+    rm -f "$OUT/sim-programs/$prog"
+  done
   step "gemm ladder: square and LLM shapes, every rung as % of cuBLAS(Lt)"
   bash scripts/gemm-bench.sh "$kl" "$OUT/gemm" "${KERNELAB_GEMM_BUDGET_S:-150}" || status+=("gemm bench failed")
   step "a CUPTI trace of one ladder, analysed"

@@ -27,5 +27,18 @@ for nk in 4096x4096 14336x4096 4096x14336; do
   done
 done
 for s in 1024 4096; do run "square-fp32-$s" --m "$s" --n "$s" --k "$s" --dtype fp32; done
+# Decode shapes with B row-major (the split-K rung's layout), and where split-K stops winning.
+for nk in 4096x4096 14336x4096 4096x14336; do
+  for m in 1 16 64; do
+    run "llm-bf16-brow-m$m-n${nk%x*}-k${nk#*x}" --m "$m" --n "${nk%x*}" --k "${nk#*x}" --dtype bf16
+  done
+done
+for nk in 4096x4096 4096x14336; do
+  if [ $(( $(date +%s) - start )) -ge "$budget" ]; then echo "gemm bench: ${budget} s spent; sweep skipped"; break; fi
+  echo "-- gemm sweep m, n x k = $nk"
+  "$kl" sweep gemm --backend cuda --variant cuda_cp_async cuda_split_k cublaslt --n "${nk%x*}" --k "${nk#*x}" --dtype bf16 \
+    --axis m=1,2,4,8,16,32,64,128,256,512 --max-seconds 0.1 --json > "$out/sweep-splitk-n${nk%x*}-k${nk#*x}.sweep" ||
+    { echo "gemm sweep $nk failed"; failed=1; }
+done
 python3 "$(dirname "$0")/gemm_summary.py" "$out" | tee "$out/summary.txt" || failed=1
 exit $failed

@@ -27,7 +27,8 @@ std::vector<Problem> check_cases(const Op& op) {
   const std::vector<std::array<int64_t, 3>> shapes = {{1, 1, 1},     {1, 7, 33},    {7, 1, 127},  {33, 127, 7},
                                                       {127, 33, 1000}, {1000, 7, 33}, {64, 64, 64}, {129, 65, 257},
                                                       {33, 1000, 127}, {33, 132, 68},  {130, 260, 36},
-                                                      {201, 264, 520}, {1, 136, 72},  {127, 8, 1000}};
+                                                      {201, 264, 520}, {1, 136, 72},  {127, 8, 1000},
+                                                      {17, 136, 2056}};  // k >= 2048: split-K cuts it in 2
   // From {33, 132, 68} on k and n are multiples of 4; from {201, 264, 520} of 8 (16-byte rows: cp.async, TMA).
   std::vector<Problem> out;
   for (DType t : float_dtypes())
