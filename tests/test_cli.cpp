@@ -334,7 +334,7 @@ TEST(Cli, BenchNamesTheRowsAnAbsentBackendWouldHaveHad) {
   if (r.out.find("not run: cuda:") == std::string::npos) GTEST_SKIP() << "a GPU is present: the cuda rows ran";
   EXPECT_THAT(r.out, HasSubstr("cuda_naive, cuda_coalesced, cuda_smem, cuda_1d_blocktile, cuda_2d_blocktile, "
                                "cuda_vectorized, cuda_warptile would not run it either: an fp32 CUDA-core rung"));
-  EXPECT_THAT(r.out, HasSubstr("rows not run: cuda_wmma, cuda_mma_ldmatrix, cuda_cp_async, cublaslt (peer)\n"));
+  EXPECT_THAT(r.out, HasSubstr("rows not run: cuda_wmma, cuda_mma_ldmatrix, cuda_cp_async, cuda_split_k, cublaslt (peer)\n"));
   EXPECT_THAT(r.out, HasSubstr("cuda_tma_wgmma, cuda_warp_specialized would not run it either: A row-major and B column-major only"));
   EXPECT_THAT(r.out, HasSubstr("cublas (peer), cublas_tf32 (peer) would not run it either: cuBLAS SGEMM takes fp32 only"));
   r = run("bench gemm --m 8 --n 8 --k 8 --dtype fp32 --max-seconds 0.05");
@@ -342,5 +342,5 @@ TEST(Cli, BenchNamesTheRowsAnAbsentBackendWouldHaveHad) {
   EXPECT_THAT(r.out, HasSubstr("  rows not run: cuda_naive, cuda_coalesced, "));
   EXPECT_THAT(r.out, HasSubstr("cuda_warptile, cublas (peer), cublas_tf32 (peer)\n"));
   EXPECT_THAT(r.out, HasSubstr("cuda_wmma, cuda_mma_ldmatrix, cuda_cp_async, cuda_tma_wgmma, cuda_warp_specialized, "
-                               "cublaslt (peer) would not run it either: a tensor-core rung"));
+                               "cuda_split_k, cublaslt (peer) would not run it either: a tensor-core rung"));
 }

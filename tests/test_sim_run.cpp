@@ -68,6 +68,15 @@ TEST(SimRun, WarpMatrixApi) {
   EXPECT_THAT(r.err, HasSubstr("wmma::load_matrix_sync with a pointer not 32-byte aligned at"));
 }
 
+// wgmma's K-major layouts written by hand (no swizzle, 32-, 64-, 128-byte swizzle) and A from
+// registers, each multiplied exactly.
+TEST(SimRun, WgmmaSharedMemoryLayouts) {
+  const SimResult r = sim_run(program("wgmma_layouts.cu"));
+  EXPECT_EQ(r.code, 0) << r.err;
+  for (const char* layout : {"no swizzle", "32-byte swizzle", "64-byte swizzle", "128-byte swizzle", "A from registers"})
+    EXPECT_THAT(r.out, HasSubstr(std::string("wgmma m64n64k16 bf16, ") + layout + ": 0 of 4096 wrong"));
+}
+
 // A CUTLASS-style Hopper GEMM (TMA into 128-byte-swizzled shared memory, full/empty mbarriers,
 // a producer and two consumer warpgroups, wgmma on descriptors, a TMA store): exact, and each
 // planted mistake caught.

@@ -34,10 +34,10 @@ template <class T> __device__ __forceinline__ void store(const Operands<T>& o, i
 }
 
 // D(i, j) and D(i, j+1) from an mma fragment's pair of adjacent accumulators: one 4-byte store
-// when both are inside D and n is even (the pair is then 4-byte aligned).
+// when both are inside D, n is even and D starts 4-byte aligned (the pair is then aligned: j is even).
 template <class T> __device__ __forceinline__ void store_pair(const Operands<T>& o, int i, int j, float v0, float v1) {
   if (i >= o.m || j >= o.n) return;
-  if (j + 1 < o.n && o.n % 2 == 0 && o.beta == 0.0f) {
+  if (j + 1 < o.n && o.n % 2 == 0 && o.beta == 0.0f && reinterpret_cast<uintptr_t>(o.d) % 4 == 0) {
     struct alignas(4) Pair {
       T x, y;
     };

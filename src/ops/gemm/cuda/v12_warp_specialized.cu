@@ -4,8 +4,8 @@
 // instruction stream. One block per SM loops over output tiles in an L2-friendly order (bands of
 // 8 tile rows: the B columns a band needs stay in L2 while its A rows stream), and the producer
 // runs ahead into the next tile while the consumers finish this one. The epilogue stages D in
-// shared memory and writes it with one TMA store per warpgroup (out-of-bounds rows and columns
-// dropped by the copy, not by branches).
+// shared memory and writes it with TMA stores (out-of-bounds rows and columns dropped by the
+// copy, not by branches); a D that does not start 16-byte aligned is stored from the registers.
 #include "ops/gemm/cuda/hopper_tile.cuh"
 
 namespace kl::KL_TARGET {
@@ -32,7 +32,7 @@ __device__ __forceinline__ void tile_coords(int t, int tiles_m, int tiles_n, int
 template <class T>
 __global__ void __launch_bounds__(384, 1)
     gemm_warp_specialized(const __grid_constant__ CUtensorMap map_a, const __grid_constant__ CUtensorMap map_b,
-                          const __grid_constant__ CUtensorMap map_d, Operands<T> o) {
+                          const __grid_constant__ CUtensorMap map_d, Operands<T> o, bool tma_store) {
 #if KL_PTX_SM90A
   KL_DYNAMIC_SHARED(SmemWs, sp);
   Smem<kStages>& s = sp->pipe;
@@ -74,6 +74,10 @@ __global__ void __launch_bounds__(384, 1)
       kl::ptx::mbarrier_wait_parity(&s.full[st], phase);
       consume_stage<T>(s, st, c, acc, kt == 0);
       if (tid == 0) kl::ptx::mbarrier_arrive(&s.empty[st]);
+    }
+    if (!tma_store) {  // D not 16-byte aligned (a view into a larger buffer): stores from the registers
+      store_fragment(o, tm * kBM + c * 64, tn * kBN, acc);
+      continue;
     }
     // Epilogue: alpha/beta in registers, D through shared memory, TMA stores. Each half of the
     // warpgroup's 64 x 128 tile is 64 rows of 128 bytes, 128-byte swizzled: the 8 rows a warp's
@@ -122,10 +126,11 @@ template <class T> void launch_as(const GemmParams& p, const Args& a) {
   const Operands<T> o = gemm_tc::operands<T>(p, a);
   const CUtensorMap map_a = tensor_map(o.a, o.m, o.k, kBM, kBK, CU_TENSOR_MAP_SWIZZLE_128B);
   const CUtensorMap map_b = tensor_map(o.b, o.n, o.k, kBN, kBK, CU_TENSOR_MAP_SWIZZLE_128B);
-  const CUtensorMap map_d = tensor_map(o.d, o.m, o.n, 64, 64, CU_TENSOR_MAP_SWIZZLE_128B);
+  const bool tma_store = reinterpret_cast<uintptr_t>(o.d) % 16 == 0;  // TMA's global address rule
+  const CUtensorMap map_d = tma_store ? tensor_map(o.d, o.m, o.n, 64, 64, CU_TENSOR_MAP_SWIZZLE_128B) : map_a;
   const int tiles = ((o.m + kBM - 1) / kBM) * ((o.n + kBN - 1) / kBN);
   static const int sms = sm_count();
-  KL_LAUNCH(gemm_warp_specialized<T>, dim3(std::min(tiles, sms)), 384, kSmem, a.stream, map_a, map_b, map_d, o);
+  KL_LAUNCH(gemm_warp_specialized<T>, dim3(std::min(tiles, sms)), 384, kSmem, a.stream, map_a, map_b, map_d, o, tma_store);
 }
 void launch(const GemmParams& p, const Args& a) {
   gemm_tc::with_half(p.a, [&](auto e) { launch_as<decltype(e)>(p, a); });
