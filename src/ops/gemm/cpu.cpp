@@ -28,17 +28,34 @@ template <class T> struct View {
 
 template <class T> View<T> view(const Tensor& t) { return {t.as<T>(), t.strides()[0], t.strides()[1]}; }
 
+// The epilogue on v = alpha*acc + beta*c, in fp32: the bias and the activation, then the residual.
+template <class T> struct Epilogue {
+  GemmEpilogue kind;
+  const T* bias;
+  const T* r;
+  int64_t n;
+  float operator()(int64_t i, int64_t j, float v) const {
+    if (kind != GemmEpilogue::none) v = apply_activation(kind, v + to_float(bias[j]));
+    return r ? v + to_float(r[i * n + j]) : v;
+  }
+};
+template <class T> Epilogue<T> epilogue(const GemmParams& p, const Args& a) {
+  const bool has_bias = p.epilogue != GemmEpilogue::none;
+  return {p.epilogue, has_bias ? a.in[3].as<T>() : nullptr, p.residual ? a.in[has_bias ? 4 : 3].as<T>() : nullptr, p.n};
+}
+
 template <class T> void naive(const GemmParams& p, const Args& a) {
   const int64_t m = p.m, n = p.n, k = p.k;
   const float alpha = static_cast<float>(p.alpha), beta = static_cast<float>(p.beta);
   const View<T> A = view<T>(a.in[0]), B = view<T>(a.in[1]);
   const T* C = a.in[2].as<T>();
   T* D = a.out[0].as<T>();
+  const Epilogue<T> epi = epilogue<T>(p, a);
   for (int64_t i = 0; i < m; ++i)
     for (int64_t j = 0; j < n; ++j) {
       float acc = 0;
       for (int64_t l = 0; l < k; ++l) acc += A.at(i, l) * B.at(l, j);
-      D[i * n + j] = from_float<T>(alpha * acc + (beta != 0 ? beta * to_float(C[i * n + j]) : 0.0f));
+      D[i * n + j] = from_float<T>(epi(i, j, alpha * acc + (beta != 0 ? beta * to_float(C[i * n + j]) : 0.0f)));
     }
 }
 
@@ -123,10 +140,14 @@ template <class T> void tiled(const GemmParams& p, const Args& a) {
         }
       }
     }
+    const Epilogue<T> epi = epilogue<T>(p, a);
     if constexpr (!std::is_same_v<T, float>) {
       T* D = a.out[0].as<T>();
 #pragma omp for schedule(static)
-      for (int64_t i = 0; i < m * n; ++i) D[i] = from_float<T>(W[i]);
+      for (int64_t i = 0; i < m * n; ++i) D[i] = from_float<T>(epi(i / n, i % n, W[i]));
+    } else if (!p.plain()) {
+#pragma omp for schedule(static)
+      for (int64_t i = 0; i < m * n; ++i) W[i] = epi(i / n, i % n, W[i]);
     }
   }
 }
@@ -156,6 +177,7 @@ std::vector<Variant> gemm_cpu_variants() {
   ob.supports = [](const Problem& problem) -> Reason {
     const GemmParams& p = problem.as<GemmParams>();
     if (p.a != DType::f32 || p.b != DType::f32 || p.c != DType::f32 || p.d != DType::f32) return "OpenBLAS (this build) has sgemm only: fp32";
+    if (!p.plain()) return "cblas_sgemm has no epilogue (bias, activation, residual)";
     const int64_t lim = int64_t{1} << 31;
     if (p.m >= lim || p.n >= lim || p.k >= lim) return "a dimension does not fit cblas' int";
     return std::nullopt;

@@ -1,9 +1,10 @@
-// What the fp32 CUDA-core gemm rungs share: the operands as the kernels take them, the
-// epilogue D = alpha*acc + beta*C (C is not read when beta is 0), and which problems the
+// What the fp32 CUDA-core gemm rungs share: the operands as the kernels take them, the store of
+// D = act(alpha*acc + beta*C + bias) + R (C is not read when beta is 0), and which problems the
 // tiled rungs take (fp32, A and B row-major: their tiles are loaded along rows).
 #pragma once
 #include <cstdint>
 
+#include "ops/gemm/cuda/epilogue.cuh"
 #include "ops/gemm/gemm.h"
 #include "ops/gpu_rung.h"
 
@@ -16,18 +17,23 @@ struct Operands {
   float* __restrict__ d;
   int m, n, k;
   float alpha, beta;
+  GemmEpilogue epilogue;
+  gemm_epilogue::Tensors<float> epi;
 };
 
 inline Operands operands(const GemmParams& p, const Args& x) {
   return {static_cast<const float*>(x.in[0].data()), static_cast<const float*>(x.in[1].data()),
           static_cast<const float*>(x.in[2].data()), static_cast<float*>(x.out[0].data()),
           static_cast<int>(p.m), static_cast<int>(p.n), static_cast<int>(p.k),
-          static_cast<float>(p.alpha), static_cast<float>(p.beta)};
+          static_cast<float>(p.alpha), static_cast<float>(p.beta), p.epilogue, gemm_epilogue::tensors<float>(p, x)};
 }
 
+// D(i, j) from its accumulator: alpha, beta and the epilogue.
 __device__ __forceinline__ void store(const Operands& o, int i, int j, float acc) {
   const int64_t at = static_cast<int64_t>(i) * o.n + j;
-  o.d[at] = o.beta != 0.0f ? o.alpha * acc + o.beta * o.c[at] : o.alpha * acc;
+  float v = o.beta != 0.0f ? o.alpha * acc + o.beta * o.c[at] : o.alpha * acc;
+  if (o.epilogue != GemmEpilogue::none) v = gemm_epilogue::activate(o.epilogue, v + o.epi.bias[j]);
+  o.d[at] = o.epi.r ? v + o.epi.r[at] : v;
 }
 
 // A(i, l) and B(l, j) stored row- or column-major (the naive rungs take every layout).

@@ -4,6 +4,7 @@
 #pragma once
 #include <cstdint>
 
+#include "ops/gemm/cuda/epilogue.cuh"
 #include "ops/gemm/gemm.h"
 #include "ops/gpu_rowwise.h"
 
@@ -19,29 +20,39 @@ template <class T> struct Operands {
   T* __restrict__ d;
   int m, n, k;
   float alpha, beta;
+  GemmEpilogue epilogue;
+  gemm_epilogue::Tensors<T> epi;
 };
 
 template <class T> Operands<T> operands(const GemmParams& p, const Args& x) {
   return {static_cast<const T*>(x.in[0].data()), static_cast<const T*>(x.in[1].data()),
           static_cast<const T*>(x.in[2].data()), static_cast<T*>(x.out[0].data()),
           static_cast<int>(p.m), static_cast<int>(p.n), static_cast<int>(p.k),
-          static_cast<float>(p.alpha), static_cast<float>(p.beta)};
+          static_cast<float>(p.alpha), static_cast<float>(p.beta), p.epilogue, gemm_epilogue::tensors<T>(p, x)};
+}
+
+// D(i, j) in fp32 from its accumulator, (i, j) inside D: alpha, beta and the epilogue.
+template <class T> __device__ __forceinline__ float finish(const Operands<T>& o, int i, int j, float acc) {
+  const int64_t at = static_cast<int64_t>(i) * o.n + j;
+  float v = o.beta != 0.0f ? o.alpha * acc + o.beta * to_f32(o.c[at]) : o.alpha * acc;
+  if (o.epilogue != GemmEpilogue::none) v = gemm_epilogue::activate(o.epilogue, v + to_f32(o.epi.bias[j]));
+  return o.epi.r ? v + to_f32(o.epi.r[at]) : v;
 }
 
 template <class T> __device__ __forceinline__ void store(const Operands<T>& o, int i, int j, float acc) {
-  const int64_t at = static_cast<int64_t>(i) * o.n + j;
-  o.d[at] = from_f32<T>(o.beta != 0.0f ? o.alpha * acc + o.beta * to_f32(o.c[at]) : o.alpha * acc);
+  o.d[static_cast<int64_t>(i) * o.n + j] = from_f32<T>(finish(o, i, j, acc));
 }
 
 // D(i, j) and D(i, j+1) from an mma fragment's pair of adjacent accumulators: one 4-byte store
 // when both are inside D, n is even and D starts 4-byte aligned (the pair is then aligned: j is even).
 template <class T> __device__ __forceinline__ void store_pair(const Operands<T>& o, int i, int j, float v0, float v1) {
   if (i >= o.m || j >= o.n) return;
-  if (j + 1 < o.n && o.n % 2 == 0 && o.beta == 0.0f && reinterpret_cast<uintptr_t>(o.d) % 4 == 0) {
+  if (j + 1 < o.n && o.n % 2 == 0 && reinterpret_cast<uintptr_t>(o.d) % 4 == 0) {
     struct alignas(4) Pair {
       T x, y;
     };
-    *reinterpret_cast<Pair*>(o.d + static_cast<int64_t>(i) * o.n + j) = Pair{from_f32<T>(o.alpha * v0), from_f32<T>(o.alpha * v1)};
+    *reinterpret_cast<Pair*>(o.d + static_cast<int64_t>(i) * o.n + j) =
+        Pair{from_f32<T>(finish(o, i, j, v0)), from_f32<T>(finish(o, i, j + 1, v1))};
     return;
   }
   store(o, i, j, v0);

@@ -12,7 +12,7 @@ namespace kl::KL_TARGET {
 
 namespace {
 using namespace gemm_hopper;
-constexpr int kStages = 4, kBand = 8;
+constexpr int kStages = 4;
 
 struct alignas(1024) SmemWs {
   Smem<kStages> pipe;
@@ -21,6 +21,7 @@ struct alignas(1024) SmemWs {
 constexpr int kSmem = static_cast<int>(sizeof(SmemWs));
 
 #if KL_PTX_SM90A
+constexpr int kBand = 8;
 // Tile t of the persistent loop: bands of kBand tile rows, column by column within a band.
 __device__ __forceinline__ void tile_coords(int t, int tiles_m, int tiles_n, int& tm, int& tn) {
   const int per_band = kBand * tiles_n, band = t / per_band, first = band * kBand;
@@ -79,7 +80,7 @@ __global__ void __launch_bounds__(384, 1)
       store_fragment(o, tm * kBM + c * 64, tn * kBN, acc);
       continue;
     }
-    // Epilogue: alpha/beta in registers, D through shared memory, TMA stores. Each half of the
+    // Epilogue: alpha, beta, bias, activation and residual in registers, D through shared memory, TMA stores. Each half of the
     // warpgroup's 64 x 128 tile is 64 rows of 128 bytes, 128-byte swizzled: the 8 rows a warp's
     // pair stores touch land in 8 different 16-byte bank groups.
     const int row0 = tm * kBM + c * 64, col0 = tn * kBN;
@@ -88,12 +89,11 @@ __global__ void __launch_bounds__(384, 1)
     KL_UNROLL
     for (int i = 0; i < 64; i += 2) {
       const int r = 16 * w + g + 8 * ((i % 4) / 2), col = 8 * (i / 4) + 2 * q;
-      float v[2] = {o.alpha * acc[i], o.alpha * acc[i + 1]};
+      T pair[2];
       KL_UNROLL
-      for (int e = 0; e < 2; ++e)
-        if (o.beta != 0.0f && row0 + r < o.m && col0 + col + e < o.n)
-          v[e] += o.beta * gemm_tc::to_f32(o.c[static_cast<int64_t>(row0 + r) * o.n + col0 + col + e]);
-      const T pair[2] = {gemm_tc::from_f32<T>(v[0]), gemm_tc::from_f32<T>(v[1])};
+      for (int e = 0; e < 2; ++e)  // alpha, beta and the epilogue inside D; the TMA store drops the rest
+        pair[e] = gemm_tc::from_f32<T>(row0 + r < o.m && col0 + col + e < o.n ? gemm_tc::finish(o, row0 + r, col0 + col + e, acc[i + e])
+                                                                              : 0.0f);
       const int byte = r * 128 + (col % 64) * 2, swizzled = byte ^ ((r & 7) << 4);
       memcpy(reinterpret_cast<unsigned char*>(sp->d[c][col / 64]) + swizzled, pair, 4);
     }

@@ -27,6 +27,7 @@ template <cublasMath_t kMath> void launch(const GemmParams& p, const Args& x) {
 
 Reason fp32_only(const GemmParams& p) {
   if (p.a != DType::f32 || p.b != DType::f32 || p.c != DType::f32 || p.d != DType::f32) return "cuBLAS SGEMM takes fp32 only";
+  if (!p.plain()) return "cublasSgemm has no epilogue (bias, activation, residual): cuBLASLt has, for fp16/bf16";
   return {};
 }
 

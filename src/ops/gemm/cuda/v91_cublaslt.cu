@@ -1,5 +1,6 @@
 // gemm peer for the tensor-core rungs: cuBLASLt on fp16 or bf16 with fp32 accumulation, the
-// algorithm its heuristic picks first with a 32 MiB workspace (what cuBLAS asks for on Hopper).
+// algorithm its heuristic picks first with a 32 MiB workspace (what cuBLAS asks for on Hopper),
+// and its bias epilogue when the problem has one.
 // Like the SGEMM peer, the row-major D = A B is the column-major D^T = B^T A^T. The plan
 // (descriptors, layouts, algorithm) is made once per problem, outside the timed launches.
 #include <cstring>
@@ -20,8 +21,10 @@ struct Plan {
   cublasLtMatrixLayout_t a = nullptr, b = nullptr, d = nullptr;  // cuBLAS's A (our B), B (our A), C and D
   cublasLtMatmulAlgo_t algo = {};
 
+  GemmEpilogue epilogue = GemmEpilogue::none;
+
   bool fits(const GemmParams& p) const {
-    return m == p.m && n == p.n && k == p.k && dtype == p.a && a_col == p.a_col && b_col == p.b_col;
+    return m == p.m && n == p.n && k == p.k && dtype == p.a && a_col == p.a_col && b_col == p.b_col && epilogue == p.epilogue;
   }
   void release() {
     const cublas::Api& x = cublas::api();
@@ -37,7 +40,12 @@ const Plan& plan_for(const GemmParams& p) {
   const cublas::Api& x = cublas::api();
   const cudaDataType type = p.a == DType::bf16 ? CUDA_R_16BF : CUDA_R_16F;
   Plan q{p.m, p.n, p.k, p.a, p.a_col, p.b_col};
+  q.epilogue = p.epilogue;
   cublas::check(x.lt_desc_create(&q.desc, CUBLAS_COMPUTE_32F, CUDA_R_32F), "cublasLtMatmulDescCreate");
+  if (p.epilogue == GemmEpilogue::bias) {  // along the rows of cuBLAS's D^T: our bias along columns
+    const cublasLtEpilogue_t e = CUBLASLT_EPILOGUE_BIAS;
+    cublas::check(x.lt_desc_set(q.desc, CUBLASLT_MATMUL_DESC_EPILOGUE, &e, sizeof e), "cublasLtMatmulDescSetAttribute");
+  }
   // cuBLAS's A is our B: B row-major (k x n) read as column-major is B^T (n x k), op N; column-major, op T.
   const cublasOperation_t op_a = p.b_col ? CUBLAS_OP_T : CUBLAS_OP_N, op_b = p.a_col ? CUBLAS_OP_T : CUBLAS_OP_N;
   cublas::check(x.lt_desc_set(q.desc, CUBLASLT_MATMUL_DESC_TRANSA, &op_a, sizeof op_a), "cublasLtMatmulDescSetAttribute");
@@ -69,6 +77,11 @@ const Plan& plan_for(const GemmParams& p) {
 
 void launch(const GemmParams& p, const Args& x) {
   const Plan& plan = plan_for(p);
+  if (p.epilogue == GemmEpilogue::bias) {
+    const void* bias = x.in[3].data();
+    cublas::check(cublas::api().lt_desc_set(plan.desc, CUBLASLT_MATMUL_DESC_BIAS_POINTER, &bias, sizeof bias),
+                  "cublasLtMatmulDescSetAttribute");
+  }
   const float alpha = static_cast<float>(p.alpha), beta = static_cast<float>(p.beta);
   cublas::check(cublas::api().lt_matmul(cublas::lt_handle(), plan.desc, &alpha, x.in[1].data(), plan.a, x.in[0].data(),
                                         plan.b, &beta, x.in[2].data(), plan.d, x.out[0].data(), plan.d, &plan.algo,
@@ -84,7 +97,13 @@ KL_RUNGS {
                      .note = "cuBLASLt on fp16/bf16 with fp32 accumulation, its heuristic's first algorithm, 32 MiB "
                              "workspace: the peer of the tensor-core rungs",
                      .peer = true,
-                     .supports = gemm_tc::half_inputs,
+                     .supports = [](const GemmParams& p) -> Reason {
+                       if (Reason r = gemm_tc::half_inputs(p)) return r;
+                       if (p.residual) return "cuBLASLt's epilogues add no residual after the activation";
+                       if (p.epilogue != GemmEpilogue::none && p.epilogue != GemmEpilogue::bias)
+                         return "cuBLASLt's GELU epilogue is the tanh approximation (this op's is the erf form) and it has no SiLU";
+                       return {};
+                     },
                      .workspace_bytes = [](const GemmParams&) { return kWorkspace; },
                      .configs = {{.name = "heuristic", .threads = 0, .kernels = {}, .run = launch}}};
   return {variant_of(r)};
