@@ -342,5 +342,5 @@ TEST(Cli, BenchNamesTheRowsAnAbsentBackendWouldHaveHad) {
   EXPECT_THAT(r.out, HasSubstr("  rows not run: cuda_naive, cuda_coalesced, "));
   EXPECT_THAT(r.out, HasSubstr("cuda_warptile, cublas (peer), cublas_tf32 (peer)\n"));
   EXPECT_THAT(r.out, HasSubstr("cuda_wmma, cuda_mma_ldmatrix, cuda_cp_async, cuda_tma_wgmma, cuda_warp_specialized, "
-                               "cuda_split_k, cublaslt (peer) would not run it either: a tensor-core rung"));
+                               "cuda_split_k, cuda_unfused_epilogue, cublaslt (peer) would not run it either: a tensor-core rung"));
 }

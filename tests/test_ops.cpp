@@ -642,7 +642,7 @@ TEST(MakeProblem, DefaultsAndOverrides) {
   EXPECT_EQ(p.opt_number("beta"), 0.5);
   EXPECT_EQ(p.opt("a_layout"), "row");
   EXPECT_EQ(p.shape_str(), "k=1024,m=2,n=1024");
-  EXPECT_EQ(p.label(), "k=1024,m=2,n=1024,a_layout=row,alpha=1,b_layout=row,beta=0.5");
+  EXPECT_EQ(p.label(), "k=1024,m=2,n=1024,a_layout=row,alpha=1,b_layout=row,beta=0.5,epilogue=none,residual=0");
   EXPECT_THAT(bad_input_message([&] { p.dim("rows"); }), HasSubstr("rows"));
   EXPECT_THAT(bad_input_message([&] { p.opt("causal"); }), HasSubstr("causal"));
   Problem s = kl::make_problem(kl::find_op("softmax"), DType::f32, {}, {{"causal", "1"}});

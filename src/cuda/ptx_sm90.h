@@ -231,165 +231,66 @@ KL_PTX_FN void wgmma_wait(KL_PTX_SITE_ONLY) {
 #endif
 }
 
-// wgmma.mma_async.sync.aligned.m64n64k16.f32.bf16.bf16, A and B from shared memory (descriptors), D += A B (D = A B when scale_d is 0).
-template <class Guard = void>
-KL_PTX_FN void wgmma_m64n64k16_f32_bf16_ss(float (&d)[32], uint64_t desc_a, uint64_t desc_b, int scale_d KL_PTX_SITE) {
-#if defined(KL_PTX_ASM)
-#if defined(__CUDA_ARCH_FEAT_SM90_ALL)
-  asm volatile(
-      "{\n.reg .pred p;\nsetp.ne.b32 p, %34, 0;\n"
-      "wgmma.mma_async.sync.aligned.m64n64k16.f32.bf16.bf16 "
-      "{%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, %16, %17, %18, %19, %20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31}, %32, %33, p, 1, 1, 0, 0;\n}\n"
-      : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3]), "+f"(d[4]), "+f"(d[5]), "+f"(d[6]), "+f"(d[7]), "+f"(d[8]), "+f"(d[9]), "+f"(d[10]), "+f"(d[11]), "+f"(d[12]), "+f"(d[13]), "+f"(d[14]), "+f"(d[15]), "+f"(d[16]), "+f"(d[17]), "+f"(d[18]), "+f"(d[19]), "+f"(d[20]), "+f"(d[21]), "+f"(d[22]), "+f"(d[23]), "+f"(d[24]), "+f"(d[25]), "+f"(d[26]), "+f"(d[27]), "+f"(d[28]), "+f"(d[29]), "+f"(d[30]), "+f"(d[31])
-      : "l"(desc_a), "l"(desc_b), "r"(scale_d)
-      : "memory");
-#else
-  static_assert(detail::kDependentFalse<Guard>, "wgmma needs sm_90a");
-#endif
+// wgmma.mma_async.sync.aligned.m64nNk16.f32.{f16,bf16}: D (64 x N, N/2 f32 per thread) += A B
+// (D = A B when scale_d is 0). _ss: A and B from shared memory through descriptors; _rs: A from
+// registers (this thread's mma.sync-style fragment of its warp's 16 rows), B through a descriptor.
+// Operand lists: the N/2 accumulators are %0.. in braces, then A, B and scale-d.
+#define KL_WGMMA_D32 "{%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, %16, %17, %18, %19, %20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31}"
+#define KL_WGMMA_D32_OUT "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3]), "+f"(d[4]), "+f"(d[5]), "+f"(d[6]), "+f"(d[7]), "+f"(d[8]), "+f"(d[9]), "+f"(d[10]), "+f"(d[11]), "+f"(d[12]), "+f"(d[13]), "+f"(d[14]), "+f"(d[15]), "+f"(d[16]), "+f"(d[17]), "+f"(d[18]), "+f"(d[19]), "+f"(d[20]), "+f"(d[21]), "+f"(d[22]), "+f"(d[23]), "+f"(d[24]), "+f"(d[25]), "+f"(d[26]), "+f"(d[27]), "+f"(d[28]), "+f"(d[29]), "+f"(d[30]), "+f"(d[31])
+#define KL_WGMMA_D64 "{%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, %16, %17, %18, %19, %20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31, %32, %33, %34, %35, %36, %37, %38, %39, %40, %41, %42, %43, %44, %45, %46, %47, %48, %49, %50, %51, %52, %53, %54, %55, %56, %57, %58, %59, %60, %61, %62, %63}"
+#define KL_WGMMA_D64_OUT "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3]), "+f"(d[4]), "+f"(d[5]), "+f"(d[6]), "+f"(d[7]), "+f"(d[8]), "+f"(d[9]), "+f"(d[10]), "+f"(d[11]), "+f"(d[12]), "+f"(d[13]), "+f"(d[14]), "+f"(d[15]), "+f"(d[16]), "+f"(d[17]), "+f"(d[18]), "+f"(d[19]), "+f"(d[20]), "+f"(d[21]), "+f"(d[22]), "+f"(d[23]), "+f"(d[24]), "+f"(d[25]), "+f"(d[26]), "+f"(d[27]), "+f"(d[28]), "+f"(d[29]), "+f"(d[30]), "+f"(d[31]), "+f"(d[32]), "+f"(d[33]), "+f"(d[34]), "+f"(d[35]), "+f"(d[36]), "+f"(d[37]), "+f"(d[38]), "+f"(d[39]), "+f"(d[40]), "+f"(d[41]), "+f"(d[42]), "+f"(d[43]), "+f"(d[44]), "+f"(d[45]), "+f"(d[46]), "+f"(d[47]), "+f"(d[48]), "+f"(d[49]), "+f"(d[50]), "+f"(d[51]), "+f"(d[52]), "+f"(d[53]), "+f"(d[54]), "+f"(d[55]), "+f"(d[56]), "+f"(d[57]), "+f"(d[58]), "+f"(d[59]), "+f"(d[60]), "+f"(d[61]), "+f"(d[62]), "+f"(d[63])
+#if defined(KL_PTX_ASM) && defined(__CUDA_ARCH_FEAT_SM90_ALL)
+#define KL_WGMMA_SS(INSTR, N, DECODE, D, A, B, SCALE, ...)                                                \
+  asm volatile("{\n.reg .pred p;\nsetp.ne.b32 p, " SCALE ", 0;\n" INSTR " " D ", " A ", " B ", p, 1, 1, 0, 0;\n}\n" \
+               : __VA_ARGS__                                                                                \
+               : "l"(desc_a), "l"(desc_b), "r"(scale_d)                                                    \
+               : "memory");
+#define KL_WGMMA_RS(INSTR, N, DECODE, D, A, B, SCALE, ...)                                                \
+  asm volatile("{\n.reg .pred p;\nsetp.ne.b32 p, " SCALE ", 0;\n" INSTR " " D ", " A ", " B ", p, 1, 1, 0;\n}\n"    \
+               : __VA_ARGS__                                                                                \
+               : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(desc_b), "r"(scale_d)                    \
+               : "memory");
+#elif defined(KL_PTX_ASM)
+#define KL_WGMMA_SS(...) static_assert(detail::kDependentFalse<Guard>, "wgmma needs sm_90a");
+#define KL_WGMMA_RS(...) static_assert(detail::kDependentFalse<Guard>, "wgmma needs sm_90a");
 #elif defined(KL_PTX_TWIN)
-  kl::sim::hopper::wgmma<64>(d, {desc_a, desc_b, {}, scale_d, false}, detail::bf16_value, "wgmma.mma_async.sync.aligned.m64n64k16.f32.bf16.bf16", kl_site);
-#endif
-}
-
-// wgmma.mma_async.sync.aligned.m64n64k16.f32.bf16.bf16, A from registers (a: this thread's mma.sync-style fragment of its warp's 16 rows) and B from shared memory (descriptors), D += A B (D = A B when scale_d is 0).
-template <class Guard = void>
-KL_PTX_FN void wgmma_m64n64k16_f32_bf16_rs(float (&d)[32], const uint32_t (&a)[4], uint64_t desc_b, int scale_d KL_PTX_SITE) {
-#if defined(KL_PTX_ASM)
-#if defined(__CUDA_ARCH_FEAT_SM90_ALL)
-  asm volatile(
-      "{\n.reg .pred p;\nsetp.ne.b32 p, %37, 0;\n"
-      "wgmma.mma_async.sync.aligned.m64n64k16.f32.bf16.bf16 "
-      "{%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, %16, %17, %18, %19, %20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31}, {%32, %33, %34, %35}, %36, p, 1, 1, 0;\n}\n"
-      : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3]), "+f"(d[4]), "+f"(d[5]), "+f"(d[6]), "+f"(d[7]), "+f"(d[8]), "+f"(d[9]), "+f"(d[10]), "+f"(d[11]), "+f"(d[12]), "+f"(d[13]), "+f"(d[14]), "+f"(d[15]), "+f"(d[16]), "+f"(d[17]), "+f"(d[18]), "+f"(d[19]), "+f"(d[20]), "+f"(d[21]), "+f"(d[22]), "+f"(d[23]), "+f"(d[24]), "+f"(d[25]), "+f"(d[26]), "+f"(d[27]), "+f"(d[28]), "+f"(d[29]), "+f"(d[30]), "+f"(d[31])
-      : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(desc_b), "r"(scale_d)
-      : "memory");
+#define KL_WGMMA_SS(INSTR, N, DECODE, ...) kl::sim::hopper::wgmma<N>(d, {desc_a, desc_b, {}, scale_d, false}, DECODE, INSTR, kl_site);
+#define KL_WGMMA_RS(INSTR, N, DECODE, ...) \
+  kl::sim::hopper::wgmma<N>(d, {0, desc_b, {a[0], a[1], a[2], a[3]}, scale_d, true}, DECODE, INSTR, kl_site);
 #else
-  static_assert(detail::kDependentFalse<Guard>, "wgmma needs sm_90a");
+#define KL_WGMMA_SS(...)
+#define KL_WGMMA_RS(...)
 #endif
-#elif defined(KL_PTX_TWIN)
-  kl::sim::hopper::wgmma<64>(d, {0, desc_b, {a[0], a[1], a[2], a[3]}, scale_d, true}, detail::bf16_value, "wgmma.mma_async.sync.aligned.m64n64k16.f32.bf16.bf16", kl_site);
-#endif
-}
-
-// wgmma.mma_async.sync.aligned.m64n64k16.f32.f16.f16, A and B from shared memory (descriptors), D += A B (D = A B when scale_d is 0).
-template <class Guard = void>
-KL_PTX_FN void wgmma_m64n64k16_f32_f16_ss(float (&d)[32], uint64_t desc_a, uint64_t desc_b, int scale_d KL_PTX_SITE) {
-#if defined(KL_PTX_ASM)
-#if defined(__CUDA_ARCH_FEAT_SM90_ALL)
-  asm volatile(
-      "{\n.reg .pred p;\nsetp.ne.b32 p, %34, 0;\n"
-      "wgmma.mma_async.sync.aligned.m64n64k16.f32.f16.f16 "
-      "{%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, %16, %17, %18, %19, %20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31}, %32, %33, p, 1, 1, 0, 0;\n}\n"
-      : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3]), "+f"(d[4]), "+f"(d[5]), "+f"(d[6]), "+f"(d[7]), "+f"(d[8]), "+f"(d[9]), "+f"(d[10]), "+f"(d[11]), "+f"(d[12]), "+f"(d[13]), "+f"(d[14]), "+f"(d[15]), "+f"(d[16]), "+f"(d[17]), "+f"(d[18]), "+f"(d[19]), "+f"(d[20]), "+f"(d[21]), "+f"(d[22]), "+f"(d[23]), "+f"(d[24]), "+f"(d[25]), "+f"(d[26]), "+f"(d[27]), "+f"(d[28]), "+f"(d[29]), "+f"(d[30]), "+f"(d[31])
-      : "l"(desc_a), "l"(desc_b), "r"(scale_d)
-      : "memory");
+#if defined(KL_PTX_TWIN)
+#define KL_WGMMA_DECODE(TYPE) detail::TYPE##_value
 #else
-  static_assert(detail::kDependentFalse<Guard>, "wgmma needs sm_90a");
+#define KL_WGMMA_DECODE(TYPE) 0
 #endif
-#elif defined(KL_PTX_TWIN)
-  kl::sim::hopper::wgmma<64>(d, {desc_a, desc_b, {}, scale_d, false}, detail::f16_value, "wgmma.mma_async.sync.aligned.m64n64k16.f32.f16.f16", kl_site);
-#endif
-}
-
-// wgmma.mma_async.sync.aligned.m64n64k16.f32.f16.f16, A from registers (a: this thread's mma.sync-style fragment of its warp's 16 rows) and B from shared memory (descriptors), D += A B (D = A B when scale_d is 0).
-template <class Guard = void>
-KL_PTX_FN void wgmma_m64n64k16_f32_f16_rs(float (&d)[32], const uint32_t (&a)[4], uint64_t desc_b, int scale_d KL_PTX_SITE) {
-#if defined(KL_PTX_ASM)
-#if defined(__CUDA_ARCH_FEAT_SM90_ALL)
-  asm volatile(
-      "{\n.reg .pred p;\nsetp.ne.b32 p, %37, 0;\n"
-      "wgmma.mma_async.sync.aligned.m64n64k16.f32.f16.f16 "
-      "{%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, %16, %17, %18, %19, %20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31}, {%32, %33, %34, %35}, %36, p, 1, 1, 0;\n}\n"
-      : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3]), "+f"(d[4]), "+f"(d[5]), "+f"(d[6]), "+f"(d[7]), "+f"(d[8]), "+f"(d[9]), "+f"(d[10]), "+f"(d[11]), "+f"(d[12]), "+f"(d[13]), "+f"(d[14]), "+f"(d[15]), "+f"(d[16]), "+f"(d[17]), "+f"(d[18]), "+f"(d[19]), "+f"(d[20]), "+f"(d[21]), "+f"(d[22]), "+f"(d[23]), "+f"(d[24]), "+f"(d[25]), "+f"(d[26]), "+f"(d[27]), "+f"(d[28]), "+f"(d[29]), "+f"(d[30]), "+f"(d[31])
-      : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(desc_b), "r"(scale_d)
-      : "memory");
-#else
-  static_assert(detail::kDependentFalse<Guard>, "wgmma needs sm_90a");
-#endif
-#elif defined(KL_PTX_TWIN)
-  kl::sim::hopper::wgmma<64>(d, {0, desc_b, {a[0], a[1], a[2], a[3]}, scale_d, true}, detail::f16_value, "wgmma.mma_async.sync.aligned.m64n64k16.f32.f16.f16", kl_site);
-#endif
-}
-
-// wgmma.mma_async.sync.aligned.m64n128k16.f32.bf16.bf16, A and B from shared memory (descriptors), D += A B (D = A B when scale_d is 0).
-template <class Guard = void>
-KL_PTX_FN void wgmma_m64n128k16_f32_bf16_ss(float (&d)[64], uint64_t desc_a, uint64_t desc_b, int scale_d KL_PTX_SITE) {
-#if defined(KL_PTX_ASM)
-#if defined(__CUDA_ARCH_FEAT_SM90_ALL)
-  asm volatile(
-      "{\n.reg .pred p;\nsetp.ne.b32 p, %66, 0;\n"
-      "wgmma.mma_async.sync.aligned.m64n128k16.f32.bf16.bf16 "
-      "{%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, %16, %17, %18, %19, %20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31, %32, %33, %34, %35, %36, %37, %38, %39, %40, %41, %42, %43, %44, %45, %46, %47, %48, %49, %50, %51, %52, %53, %54, %55, %56, %57, %58, %59, %60, %61, %62, %63}, %64, %65, p, 1, 1, 0, 0;\n}\n"
-      : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3]), "+f"(d[4]), "+f"(d[5]), "+f"(d[6]), "+f"(d[7]), "+f"(d[8]), "+f"(d[9]), "+f"(d[10]), "+f"(d[11]), "+f"(d[12]), "+f"(d[13]), "+f"(d[14]), "+f"(d[15]), "+f"(d[16]), "+f"(d[17]), "+f"(d[18]), "+f"(d[19]), "+f"(d[20]), "+f"(d[21]), "+f"(d[22]), "+f"(d[23]), "+f"(d[24]), "+f"(d[25]), "+f"(d[26]), "+f"(d[27]), "+f"(d[28]), "+f"(d[29]), "+f"(d[30]), "+f"(d[31]), "+f"(d[32]), "+f"(d[33]), "+f"(d[34]), "+f"(d[35]), "+f"(d[36]), "+f"(d[37]), "+f"(d[38]), "+f"(d[39]), "+f"(d[40]), "+f"(d[41]), "+f"(d[42]), "+f"(d[43]), "+f"(d[44]), "+f"(d[45]), "+f"(d[46]), "+f"(d[47]), "+f"(d[48]), "+f"(d[49]), "+f"(d[50]), "+f"(d[51]), "+f"(d[52]), "+f"(d[53]), "+f"(d[54]), "+f"(d[55]), "+f"(d[56]), "+f"(d[57]), "+f"(d[58]), "+f"(d[59]), "+f"(d[60]), "+f"(d[61]), "+f"(d[62]), "+f"(d[63])
-      : "l"(desc_a), "l"(desc_b), "r"(scale_d)
-      : "memory");
-#else
-  static_assert(detail::kDependentFalse<Guard>, "wgmma needs sm_90a");
-#endif
-#elif defined(KL_PTX_TWIN)
-  kl::sim::hopper::wgmma<128>(d, {desc_a, desc_b, {}, scale_d, false}, detail::bf16_value, "wgmma.mma_async.sync.aligned.m64n128k16.f32.bf16.bf16", kl_site);
-#endif
-}
-
-// wgmma.mma_async.sync.aligned.m64n128k16.f32.bf16.bf16, A from registers (a: this thread's mma.sync-style fragment of its warp's 16 rows) and B from shared memory (descriptors), D += A B (D = A B when scale_d is 0).
-template <class Guard = void>
-KL_PTX_FN void wgmma_m64n128k16_f32_bf16_rs(float (&d)[64], const uint32_t (&a)[4], uint64_t desc_b, int scale_d KL_PTX_SITE) {
-#if defined(KL_PTX_ASM)
-#if defined(__CUDA_ARCH_FEAT_SM90_ALL)
-  asm volatile(
-      "{\n.reg .pred p;\nsetp.ne.b32 p, %69, 0;\n"
-      "wgmma.mma_async.sync.aligned.m64n128k16.f32.bf16.bf16 "
-      "{%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, %16, %17, %18, %19, %20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31, %32, %33, %34, %35, %36, %37, %38, %39, %40, %41, %42, %43, %44, %45, %46, %47, %48, %49, %50, %51, %52, %53, %54, %55, %56, %57, %58, %59, %60, %61, %62, %63}, {%64, %65, %66, %67}, %68, p, 1, 1, 0;\n}\n"
-      : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3]), "+f"(d[4]), "+f"(d[5]), "+f"(d[6]), "+f"(d[7]), "+f"(d[8]), "+f"(d[9]), "+f"(d[10]), "+f"(d[11]), "+f"(d[12]), "+f"(d[13]), "+f"(d[14]), "+f"(d[15]), "+f"(d[16]), "+f"(d[17]), "+f"(d[18]), "+f"(d[19]), "+f"(d[20]), "+f"(d[21]), "+f"(d[22]), "+f"(d[23]), "+f"(d[24]), "+f"(d[25]), "+f"(d[26]), "+f"(d[27]), "+f"(d[28]), "+f"(d[29]), "+f"(d[30]), "+f"(d[31]), "+f"(d[32]), "+f"(d[33]), "+f"(d[34]), "+f"(d[35]), "+f"(d[36]), "+f"(d[37]), "+f"(d[38]), "+f"(d[39]), "+f"(d[40]), "+f"(d[41]), "+f"(d[42]), "+f"(d[43]), "+f"(d[44]), "+f"(d[45]), "+f"(d[46]), "+f"(d[47]), "+f"(d[48]), "+f"(d[49]), "+f"(d[50]), "+f"(d[51]), "+f"(d[52]), "+f"(d[53]), "+f"(d[54]), "+f"(d[55]), "+f"(d[56]), "+f"(d[57]), "+f"(d[58]), "+f"(d[59]), "+f"(d[60]), "+f"(d[61]), "+f"(d[62]), "+f"(d[63])
-      : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(desc_b), "r"(scale_d)
-      : "memory");
-#else
-  static_assert(detail::kDependentFalse<Guard>, "wgmma needs sm_90a");
-#endif
-#elif defined(KL_PTX_TWIN)
-  kl::sim::hopper::wgmma<128>(d, {0, desc_b, {a[0], a[1], a[2], a[3]}, scale_d, true}, detail::bf16_value, "wgmma.mma_async.sync.aligned.m64n128k16.f32.bf16.bf16", kl_site);
-#endif
-}
-
-// wgmma.mma_async.sync.aligned.m64n128k16.f32.f16.f16, A and B from shared memory (descriptors), D += A B (D = A B when scale_d is 0).
-template <class Guard = void>
-KL_PTX_FN void wgmma_m64n128k16_f32_f16_ss(float (&d)[64], uint64_t desc_a, uint64_t desc_b, int scale_d KL_PTX_SITE) {
-#if defined(KL_PTX_ASM)
-#if defined(__CUDA_ARCH_FEAT_SM90_ALL)
-  asm volatile(
-      "{\n.reg .pred p;\nsetp.ne.b32 p, %66, 0;\n"
-      "wgmma.mma_async.sync.aligned.m64n128k16.f32.f16.f16 "
-      "{%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, %16, %17, %18, %19, %20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31, %32, %33, %34, %35, %36, %37, %38, %39, %40, %41, %42, %43, %44, %45, %46, %47, %48, %49, %50, %51, %52, %53, %54, %55, %56, %57, %58, %59, %60, %61, %62, %63}, %64, %65, p, 1, 1, 0, 0;\n}\n"
-      : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3]), "+f"(d[4]), "+f"(d[5]), "+f"(d[6]), "+f"(d[7]), "+f"(d[8]), "+f"(d[9]), "+f"(d[10]), "+f"(d[11]), "+f"(d[12]), "+f"(d[13]), "+f"(d[14]), "+f"(d[15]), "+f"(d[16]), "+f"(d[17]), "+f"(d[18]), "+f"(d[19]), "+f"(d[20]), "+f"(d[21]), "+f"(d[22]), "+f"(d[23]), "+f"(d[24]), "+f"(d[25]), "+f"(d[26]), "+f"(d[27]), "+f"(d[28]), "+f"(d[29]), "+f"(d[30]), "+f"(d[31]), "+f"(d[32]), "+f"(d[33]), "+f"(d[34]), "+f"(d[35]), "+f"(d[36]), "+f"(d[37]), "+f"(d[38]), "+f"(d[39]), "+f"(d[40]), "+f"(d[41]), "+f"(d[42]), "+f"(d[43]), "+f"(d[44]), "+f"(d[45]), "+f"(d[46]), "+f"(d[47]), "+f"(d[48]), "+f"(d[49]), "+f"(d[50]), "+f"(d[51]), "+f"(d[52]), "+f"(d[53]), "+f"(d[54]), "+f"(d[55]), "+f"(d[56]), "+f"(d[57]), "+f"(d[58]), "+f"(d[59]), "+f"(d[60]), "+f"(d[61]), "+f"(d[62]), "+f"(d[63])
-      : "l"(desc_a), "l"(desc_b), "r"(scale_d)
-      : "memory");
-#else
-  static_assert(detail::kDependentFalse<Guard>, "wgmma needs sm_90a");
-#endif
-#elif defined(KL_PTX_TWIN)
-  kl::sim::hopper::wgmma<128>(d, {desc_a, desc_b, {}, scale_d, false}, detail::f16_value, "wgmma.mma_async.sync.aligned.m64n128k16.f32.f16.f16", kl_site);
-#endif
-}
-
-// wgmma.mma_async.sync.aligned.m64n128k16.f32.f16.f16, A from registers (a: this thread's mma.sync-style fragment of its warp's 16 rows) and B from shared memory (descriptors), D += A B (D = A B when scale_d is 0).
-template <class Guard = void>
-KL_PTX_FN void wgmma_m64n128k16_f32_f16_rs(float (&d)[64], const uint32_t (&a)[4], uint64_t desc_b, int scale_d KL_PTX_SITE) {
-#if defined(KL_PTX_ASM)
-#if defined(__CUDA_ARCH_FEAT_SM90_ALL)
-  asm volatile(
-      "{\n.reg .pred p;\nsetp.ne.b32 p, %69, 0;\n"
-      "wgmma.mma_async.sync.aligned.m64n128k16.f32.f16.f16 "
-      "{%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, %16, %17, %18, %19, %20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31, %32, %33, %34, %35, %36, %37, %38, %39, %40, %41, %42, %43, %44, %45, %46, %47, %48, %49, %50, %51, %52, %53, %54, %55, %56, %57, %58, %59, %60, %61, %62, %63}, {%64, %65, %66, %67}, %68, p, 1, 1, 0;\n}\n"
-      : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3]), "+f"(d[4]), "+f"(d[5]), "+f"(d[6]), "+f"(d[7]), "+f"(d[8]), "+f"(d[9]), "+f"(d[10]), "+f"(d[11]), "+f"(d[12]), "+f"(d[13]), "+f"(d[14]), "+f"(d[15]), "+f"(d[16]), "+f"(d[17]), "+f"(d[18]), "+f"(d[19]), "+f"(d[20]), "+f"(d[21]), "+f"(d[22]), "+f"(d[23]), "+f"(d[24]), "+f"(d[25]), "+f"(d[26]), "+f"(d[27]), "+f"(d[28]), "+f"(d[29]), "+f"(d[30]), "+f"(d[31]), "+f"(d[32]), "+f"(d[33]), "+f"(d[34]), "+f"(d[35]), "+f"(d[36]), "+f"(d[37]), "+f"(d[38]), "+f"(d[39]), "+f"(d[40]), "+f"(d[41]), "+f"(d[42]), "+f"(d[43]), "+f"(d[44]), "+f"(d[45]), "+f"(d[46]), "+f"(d[47]), "+f"(d[48]), "+f"(d[49]), "+f"(d[50]), "+f"(d[51]), "+f"(d[52]), "+f"(d[53]), "+f"(d[54]), "+f"(d[55]), "+f"(d[56]), "+f"(d[57]), "+f"(d[58]), "+f"(d[59]), "+f"(d[60]), "+f"(d[61]), "+f"(d[62]), "+f"(d[63])
-      : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(desc_b), "r"(scale_d)
-      : "memory");
-#else
-  static_assert(detail::kDependentFalse<Guard>, "wgmma needs sm_90a");
-#endif
-#elif defined(KL_PTX_TWIN)
-  kl::sim::hopper::wgmma<128>(d, {0, desc_b, {a[0], a[1], a[2], a[3]}, scale_d, true}, detail::f16_value, "wgmma.mma_async.sync.aligned.m64n128k16.f32.f16.f16", kl_site);
-#endif
-}
+#define KL_PTX_WGMMA(N, TYPE, D, D_OUT, A_SS, B_SS, SCALE_SS, A_RS, B_RS, SCALE_RS)                                 \
+  template <class Guard = void>                                                                                   \
+  KL_PTX_FN void wgmma_m64n##N##k16_f32_##TYPE##_ss(float(&d)[N / 2], uint64_t desc_a, uint64_t desc_b,             \
+                                                    int scale_d KL_PTX_SITE) {                                    \
+    KL_WGMMA_SS("wgmma.mma_async.sync.aligned.m64n" #N "k16.f32." #TYPE "." #TYPE, N, KL_WGMMA_DECODE(TYPE), D,     \
+                A_SS, B_SS, SCALE_SS, D_OUT)                                                                      \
+  }                                                                                                               \
+  template <class Guard = void>                                                                                   \
+  KL_PTX_FN void wgmma_m64n##N##k16_f32_##TYPE##_rs(float(&d)[N / 2], const uint32_t(&a)[4], uint64_t desc_b,       \
+                                                    int scale_d KL_PTX_SITE) {                                    \
+    KL_WGMMA_RS("wgmma.mma_async.sync.aligned.m64n" #N "k16.f32." #TYPE "." #TYPE, N, KL_WGMMA_DECODE(TYPE), D,     \
+                A_RS, B_RS, SCALE_RS, D_OUT)                                                                      \
+  }
+KL_PTX_WGMMA(64, bf16, KL_WGMMA_D32, KL_WGMMA_D32_OUT, "%32", "%33", "%34", "{%32, %33, %34, %35}", "%36", "%37")
+KL_PTX_WGMMA(64, f16, KL_WGMMA_D32, KL_WGMMA_D32_OUT, "%32", "%33", "%34", "{%32, %33, %34, %35}", "%36", "%37")
+KL_PTX_WGMMA(128, bf16, KL_WGMMA_D64, KL_WGMMA_D64_OUT, "%64", "%65", "%66", "{%64, %65, %66, %67}", "%68", "%69")
+KL_PTX_WGMMA(128, f16, KL_WGMMA_D64, KL_WGMMA_D64_OUT, "%64", "%65", "%66", "{%64, %65, %66, %67}", "%68", "%69")
+#undef KL_PTX_WGMMA
+#undef KL_WGMMA_DECODE
+#undef KL_WGMMA_SS
+#undef KL_WGMMA_RS
+#undef KL_WGMMA_D32
+#undef KL_WGMMA_D32_OUT
+#undef KL_WGMMA_D64
+#undef KL_WGMMA_D64_OUT
 
 // ---- host: the tensor map a TMA instruction reads ----------------------------------------------
 // A 2-D row-major tensor of `rows` x `cols` elements (`row_bytes` apart) read in boxes of

@@ -82,6 +82,15 @@ inline void check_cuda(cudaError_t e, const char* call) {
   if (e != cudaSuccess) runtime_failure(std::string(call) + " failed: " + cudaGetErrorString(e));
 }
 
+// Lets `kernel` use `bytes` of dynamic shared memory, above the 48 KB a block gets without asking;
+// once per kernel.
+template <auto kernel> void allow_dynamic_smem(int bytes) {
+  static const bool done = (check_cuda(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, bytes),
+                                       "cudaFuncSetAttribute"),
+                            true);
+  (void)done;
+}
+
 // One configuration of a rung, typed by the op's parameter struct P.
 template <class P> struct RungConfig {
   std::string name = {};

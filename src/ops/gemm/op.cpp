@@ -116,7 +116,9 @@ Op make_gemm_op() {
   op.profile_cases = [](const Op& self) {
     return std::vector<Problem>{make_problem(self, DType::f32, {{"m", 256}, {"n", 256}, {"k", 256}}),
                                 make_problem(self, DType::bf16, {{"m", 256}, {"n", 256}, {"k", 256}}),
-                                make_problem(self, DType::bf16, {{"m", 256}, {"n", 256}, {"k", 256}}, {{"b_layout", "col"}})};
+                                make_problem(self, DType::bf16, {{"m", 256}, {"n", 256}, {"k", 256}}, {{"b_layout", "col"}}),
+                                make_problem(self, DType::bf16, {{"m", 256}, {"n", 256}, {"k", 256}},
+                                             {{"epilogue", "bias_gelu"}, {"residual", "1"}})};  // fused against unfused
   };
   op.tolerance = [](const Problem& p) { return default_tolerance(p.dtype); };
   op.error_per_row = false;

@@ -23,12 +23,7 @@ template <class T> __global__ void __launch_bounds__(kThreads, 2) gemm_cp_async(
 }
 
 template <class T> void launch_as(const GemmParams& p, const Args& a) {
-  static const bool opted_in = [] {  // above the 48 KB a block gets without asking
-    check_cuda(cudaFuncSetAttribute(gemm_cp_async<T>, cudaFuncAttributeMaxDynamicSharedMemorySize, kSmem),
-               "cudaFuncSetAttribute");
-    return true;
-  }();
-  (void)opted_in;
+  allow_dynamic_smem<gemm_cp_async<T>>(kSmem);
   const dim3 grid((p.n + kBN - 1) / kBN, (p.m + kBM - 1) / kBM);
   KL_LAUNCH(gemm_cp_async<T>, grid, kThreads, kSmem, a.stream, gemm_tc::operands<T>(p, a));
 }

@@ -50,11 +50,7 @@ __global__ void __launch_bounds__(256, 1)
 }
 
 template <class T> void launch_as(const GemmParams& p, const Args& a) {
-  static const bool opted_in = [] {
-    check_cuda(cudaFuncSetAttribute(gemm_tma_wgmma<T>, cudaFuncAttributeMaxDynamicSharedMemorySize, kSmem), "cudaFuncSetAttribute");
-    return true;
-  }();
-  (void)opted_in;
+  allow_dynamic_smem<gemm_tma_wgmma<T>>(kSmem);
   const Operands<T> o = gemm_tc::operands<T>(p, a);
   const CUtensorMap map_a = tensor_map(o.a, o.m, o.k, kBM, kBK, CU_TENSOR_MAP_SWIZZLE_128B);
   const CUtensorMap map_b = tensor_map(o.b, o.n, o.k, kBN, kBK, CU_TENSOR_MAP_SWIZZLE_128B);  // B col-major: n rows of k

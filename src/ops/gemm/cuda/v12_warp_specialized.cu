@@ -117,12 +117,7 @@ int sm_count() {
 }
 
 template <class T> void launch_as(const GemmParams& p, const Args& a) {
-  static const bool opted_in = [] {
-    check_cuda(cudaFuncSetAttribute(gemm_warp_specialized<T>, cudaFuncAttributeMaxDynamicSharedMemorySize, kSmem),
-               "cudaFuncSetAttribute");
-    return true;
-  }();
-  (void)opted_in;
+  allow_dynamic_smem<gemm_warp_specialized<T>>(kSmem);
   const Operands<T> o = gemm_tc::operands<T>(p, a);
   const CUtensorMap map_a = tensor_map(o.a, o.m, o.k, kBM, kBK, CU_TENSOR_MAP_SWIZZLE_128B);
   const CUtensorMap map_b = tensor_map(o.b, o.n, o.k, kBN, kBK, CU_TENSOR_MAP_SWIZZLE_128B);

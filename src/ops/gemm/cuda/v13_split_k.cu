@@ -55,12 +55,7 @@ template <class T> __global__ void split_k_reduce(Operands<T> o, const float* __
 }
 
 template <class T> void launch_as(const GemmParams& p, const Args& a) {
-  static const bool opted_in = [] {
-    check_cuda(cudaFuncSetAttribute(gemm_split_k_partial<T>, cudaFuncAttributeMaxDynamicSharedMemorySize, kPipelineSmem),
-               "cudaFuncSetAttribute");
-    return true;
-  }();
-  (void)opted_in;
+  allow_dynamic_smem<gemm_split_k_partial<T>>(kPipelineSmem);
   const Operands<T> o = gemm_tc::operands<T>(p, a);
   const int splits = splits_of(p), k_tiles = (o.k + kBK - 1) / kBK, per_split = (k_tiles + splits - 1) / splits;
   const int used = (k_tiles + per_split - 1) / per_split;  // slices that have work after rounding
