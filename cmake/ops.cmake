@@ -42,7 +42,9 @@ foreach(family ${families})
     add_library(kl_${family}_sim OBJECT ${sim_wrappers})
     # -fno-strict-aliasing: CUDA code reads memory through other types (a float4 over floats, a
     # 16-byte chunk over halves), which nvcc compiles as written and GCC's -O2 need not.
-    target_compile_options(kl_${family}_sim PRIVATE -include ${KERNELAB_SIM_DIR}/cuda_sim.h -O2 -fno-strict-aliasing -Wall -Wextra -Wno-psabi)
+    # -fsanitize=alignment: a misaligned typed access faults as on a GPU (src/sim/runtime/ubsan_hooks.cpp).
+    target_compile_options(kl_${family}_sim PRIVATE -include ${KERNELAB_SIM_DIR}/cuda_sim.h -O2 -fno-strict-aliasing -Wall -Wextra -Wno-psabi
+                           -fsanitize=alignment)
     target_link_libraries(kl_${family}_sim PRIVATE kl_base kl_sim)
     target_sources(kl_${family} PRIVATE $<TARGET_OBJECTS:kl_${family}_sim>)
     # The profiling build (`kernelab sim profile`): GCC's ThreadSanitizer instrumentation at compile

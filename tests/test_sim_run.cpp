@@ -68,6 +68,18 @@ TEST(SimRun, WarpMatrixApi) {
   EXPECT_THAT(r.err, HasSubstr("wmma::load_matrix_sync with a pointer not 32-byte aligned at"));
 }
 
+// A float4 load 4 bytes off its alignment faults as on a GPU, naming the type and the line.
+TEST(SimRun, MisalignedVectorLoadFaults) {
+  SimResult r = sim_run(program("misaligned.cu"));
+  EXPECT_EQ(r.code, 0) << r.err;
+  EXPECT_THAT(r.out, HasSubstr("sum4 with offset 0: 0 of 32 wrong"));
+  r = sim_run(program("misaligned.cu") + " -- 1");
+  EXPECT_NE(r.code, 0);
+  EXPECT_THAT(r.err, HasSubstr("misaligned load of 'const struct float4' at 0x"));
+  EXPECT_THAT(r.err, HasSubstr("which needs 16-byte alignment (a GPU faults: misaligned address) at "));
+  EXPECT_THAT(r.err, HasSubstr("misaligned.cu:10"));
+}
+
 // wgmma's K-major layouts written by hand (no swizzle, 32-, 64-, 128-byte swizzle) and A from
 // registers, each multiplied exactly.
 TEST(SimRun, WgmmaSharedMemoryLayouts) {

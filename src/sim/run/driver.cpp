@@ -113,6 +113,8 @@ std::vector<std::string> compile_flags(const RunRequest& r, const fs::path& sour
   for (const std::string& d : r.defines) f.push_back("-D" + d);
   f.insert(f.end(), r.host_flags.begin(), r.host_flags.end());
   if (r.memcheck) f.insert(f.end(), {"-fsanitize=address", "-fno-omit-frame-pointer", "-DKERNELAB_SIM_MEMCHECK=1"});
+  // A misaligned typed access in a kernel faults, as on a GPU (runtime/ubsan_hooks.cpp; not with the profiler's instrumentation).
+  if (!r.profile) f.push_back("-fsanitize=alignment");
   // Instrumented at compile time only: the hooks are the simulator's (runtime/tsan_hooks.cpp), not libtsan.
   if (r.profile)
     f.insert(f.end(), {"-fsanitize=thread", "--param=tsan-instrument-func-entry-exit=0", "-fno-tree-vectorize", "-fno-tree-sra", "-fsanitize-coverage=trace-pc",
