@@ -20,6 +20,15 @@ template <int kStages> struct alignas(1024) Smem {
   uint64_t full[kStages], empty[kStages];
 };
 
+// The block's dynamic shared memory from its first 1024-byte-aligned shared address: the 128-byte
+// swizzle of TMA and wgmma acts on shared address bits 4-9, so tiles must start on 1024 bytes.
+// The kernels ask for 1 KB more than their tiles (kAlignSlack).
+constexpr int kAlignSlack = 1024;
+template <class S> __device__ __forceinline__ S* aligned_smem(unsigned char* p) {
+  const unsigned skip = (1024 - static_cast<unsigned>(__cvta_generic_to_shared(p) % 1024)) % 1024;
+  return reinterpret_cast<S*>(p + skip);
+}
+
 // Compute capability of the current device (0 when there is none): the Hopper rungs need 9.0.
 inline int device_cc() {
   int device = 0, major = 0, minor = 0;

@@ -12,14 +12,14 @@ namespace kl::KL_TARGET {
 namespace {
 using namespace gemm_hopper;
 constexpr int kStages = 4;
-constexpr int kSmem = static_cast<int>(sizeof(Smem<kStages>));
+constexpr int kSmem = static_cast<int>(sizeof(Smem<kStages>)) + kAlignSlack;
 
 template <class T>
 __global__ void __launch_bounds__(256, 1)
     gemm_tma_wgmma(const __grid_constant__ CUtensorMap map_a, const __grid_constant__ CUtensorMap map_b, Operands<T> o) {
 #if KL_PTX_SM90A
-  KL_DYNAMIC_SHARED(Smem<kStages>, sp);
-  Smem<kStages>& s = *sp;
+  KL_DYNAMIC_SHARED(unsigned char, raw);
+  Smem<kStages>& s = *aligned_smem<Smem<kStages>>(raw);
   const int wg = threadIdx.x / 128, tid = threadIdx.x % 128;
   const int m0 = blockIdx.y * kBM, n0 = blockIdx.x * kBN, tiles = (o.k + kBK - 1) / kBK;
   auto issue = [&](int kt) {  // thread 0: the k slice kt into its stage

@@ -18,7 +18,7 @@ struct alignas(1024) SmemWs {
   Smem<kStages> pipe;
   uint16_t d[2][2][64 * 64];  // each consumer's 64 x 128 D tile for the TMA store: two 64 x 64 halves, 128-byte swizzled
 };
-constexpr int kSmem = static_cast<int>(sizeof(SmemWs));
+constexpr int kSmem = static_cast<int>(sizeof(SmemWs)) + kAlignSlack;
 
 #if KL_PTX_SM90A
 constexpr int kBand = 8;
@@ -35,7 +35,8 @@ __global__ void __launch_bounds__(384, 1)
     gemm_warp_specialized(const __grid_constant__ CUtensorMap map_a, const __grid_constant__ CUtensorMap map_b,
                           const __grid_constant__ CUtensorMap map_d, Operands<T> o, bool tma_store) {
 #if KL_PTX_SM90A
-  KL_DYNAMIC_SHARED(SmemWs, sp);
+  KL_DYNAMIC_SHARED(unsigned char, raw);
+  SmemWs* sp = aligned_smem<SmemWs>(raw);
   Smem<kStages>& s = sp->pipe;
   const int wg = threadIdx.x / 128, tid = threadIdx.x % 128;
   const int tiles_m = (o.m + kBM - 1) / kBM, tiles_n = (o.n + kBN - 1) / kBN, k_tiles = (o.k + kBK - 1) / kBK;
