@@ -127,6 +127,7 @@ struct Tiling {
   std::string mma = {};            // "mma.sync.m16n8k16", "wgmma.m64n128k16", ...; empty: FFMA
   int mma_m = 0, mma_n = 0, mma_k = 0;
   int stages = 1;  // k slices resident in shared memory at once
+  int split_k = 0;  // split-K: one slice per this many k (at most 16 slices); 0: no split
 };
 
 // One configuration of a variant (a tile shape, a block size, a stage count): what it launches,

@@ -78,15 +78,16 @@ RungExplanation explain_gemm_rung(const Request& req, const std::string& rung, c
   // The first layout of A and B the rung takes (the Hopper rungs want B column-major).
   std::string layouts;
   Reason why;
-  for (const char* la : {"row", "col"})
-    for (const char* lb : {"row", "col"}) {
-      if (!layouts.empty()) continue;
-      const Problem p = make_problem(op, dtype, {{"m", shape.m}, {"n", shape.n}, {"k", shape.k}},
-                                     {{"a_layout", la}, {"b_layout", lb}}, Use::cost_only);
-      const Reason r = v->supports_config(p, c);
-      if (!r) layouts = fmt::format("A {}-major, B {}-major", la, lb);
-      else if (!why) why = r;
-    }
+  for (const char* epi : {"none", "bias"})  // the unfused pair takes only problems with an epilogue
+    for (const char* la : {"row", "col"})
+      for (const char* lb : {"row", "col"}) {
+        if (!layouts.empty()) continue;
+        const Problem p = make_problem(op, dtype, {{"m", shape.m}, {"n", shape.n}, {"k", shape.k}},
+                                       {{"a_layout", la}, {"b_layout", lb}, {"epilogue", epi}}, Use::cost_only);
+        const Reason r = v->supports_config(p, c);
+        if (!r) layouts = fmt::format("A {}-major, B {}-major{}", la, lb, std::string(epi) == "bias" ? ", a bias epilogue" : "");
+        else if (!why) why = r;
+      }
   if (layouts.empty()) bad_input(fmt::format("--rung {} does not take this problem: {}", rung, *why));
   const double m = double(shape.m), n = double(shape.n), k = double(shape.k), e = dtype_bits(dtype) / 8.0;
 
@@ -99,7 +100,7 @@ RungExplanation explain_gemm_rung(const Request& req, const std::string& rung, c
                    v->name, v->source, c.name, req.dtype, shape.m, shape.n, shape.k, layouts, g.name, g.id);
   j["layouts"] = layouts;
   s += fmt::format("  note         {}\n", v->note);
-  if (!c.tiling) {
+  if (!c.tiling) {  // the naive and coalesced rungs
     s += "  tiles        none: each thread reads its own row of A and column of B from global memory, 2 FLOPs per "
          "2 elements loaded (the caches, not the kernel, provide any reuse)\n";
     j["tiling"] = nullptr;
@@ -110,16 +111,19 @@ RungExplanation explain_gemm_rung(const Request& req, const std::string& rung, c
   const double sms = g.sm_count.value, clock = g.boost_clock_mhz.value * 1e6;
 
   // Tiles and the grid.
-  const double tiles_m = ceil_div(m, t.block_m), tiles_n = ceil_div(n, t.block_n), k_steps = ceil_div(k, t.block_k);
-  const double blocks = tiles_m * tiles_n;
+  const double splits = t.split_k ? std::max(1.0, std::min({16.0, std::floor(k / t.split_k), ceil_div(k, t.block_k)})) : 1;
+  const double tiles_m = ceil_div(m, t.block_m), tiles_n = ceil_div(n, t.block_n), k_steps = ceil_div(ceil_div(k, t.block_k), splits);
+  const double blocks = tiles_m * tiles_n * splits;
   const double flops = 2 * m * n * k, executed = 2 * tiles_m * t.block_m * tiles_n * t.block_n * k_steps * t.block_k;
   s += fmt::format("  tiles        block {}x{}x{} ({} threads, {} warps), warp {}x{}, {}; {} stage{} of k in shared memory\n",
                    t.block_m, t.block_n, t.block_k, c.threads_per_block, c.threads_per_block / 32, t.warp_m, t.warp_n,
                    tensor ? fmt::format("{} ({} FLOPs each)", t.mma, 2 * t.mma_m * t.mma_n * t.mma_k)
                           : fmt::format("{}x{} accumulators per thread (FFMA)", t.thread_m, t.thread_n),
                    t.stages, t.stages == 1 ? "" : "s");
-  s += fmt::format("  grid         {} x {} = {} blocks, {} k steps each; the tiles cover {}% of the padded work (edges)\n",
-                   num(tiles_n), num(tiles_m), num(blocks), num(k_steps), num(100 * flops / executed));
+  s += fmt::format("  grid         {} x {}{} = {} blocks, {} k steps each; the tiles cover {}% of the padded work (edges)\n",
+                   num(tiles_n), num(tiles_m), splits > 1 ? fmt::format(" x {} k slices", num(splits)) : "", num(blocks),
+                   num(k_steps), num(100 * flops / executed));
+  j["k_slices"] = splits;
   j["tiling"] = {{"block_m", t.block_m}, {"block_n", t.block_n}, {"block_k", t.block_k}, {"warp_m", t.warp_m},
                  {"warp_n", t.warp_n}, {"thread_m", t.thread_m}, {"thread_n", t.thread_n}, {"mma", t.mma},
                  {"stages", t.stages}, {"threads", c.threads_per_block}};
@@ -170,7 +174,9 @@ RungExplanation explain_gemm_rung(const Request& req, const std::string& rung, c
   // Traffic, and the modelled time of each level.
   const Figure peak = gpu_peak(g, tensor ? req.dtype : "fp32", req.measured);
   const Figure bw = gpu_bandwidth(g, req.measured);
-  const double l2_bytes = e * (m * k * tiles_n + k * n * tiles_m), dram_bytes = e * (m * k + k * n + m * n);
+  // Split-K adds its fp32 partials: written by the slices, read by the reduction.
+  const double l2_bytes = e * (m * k * tiles_n + k * n * tiles_m);
+  const double dram_bytes = e * (m * k + k * n + m * n) + (splits > 1 ? 8 * splits * m * n : 0);
   const double smem_bytes = e * m * n * k * (1.0 / t.warp_n + 1.0 / t.warp_m);
   const double t_compute = executed / peak.value / wave_eff, t_dram = dram_bytes / bw.value;
   const double t_smem = smem_bytes / (sms * 128 * clock);
@@ -178,7 +184,8 @@ RungExplanation explain_gemm_rung(const Request& req, const std::string& rung, c
   s += fmt::format("    L2 -> shared         {} (A read {} times, once per block column; B {} times); the database has no L2 "
                    "bandwidth to time it\n",
                    bytes_text(l2_bytes), num(tiles_n), num(tiles_m));
-  s += fmt::format("    DRAM                 {} at least (A, B, D once; beta = 0): {} at {} GB/s ({})\n", bytes_text(dram_bytes),
+  s += fmt::format("    DRAM                 {} at least (A, B, D once; beta = 0{}): {} at {} GB/s ({})\n", bytes_text(dram_bytes),
+                   splits > 1 ? "; the partials 8*S*m*n" : "",
                    secs(t_dram), num(bw.value / 1e9), bw.source);
   s += fmt::format("    shared memory        {} read: {} at 32 banks x 4 B per clock per SM, {} SMs at {} MHz ({})\n",
                    bytes_text(smem_bytes), secs(t_smem), num(sms), num(g.boost_clock_mhz.value), g.boost_clock_mhz.source);

@@ -12,9 +12,11 @@ namespace kl::KL_TARGET {
 namespace {
 using namespace gemm_mma;
 
+constexpr int kSliceK = 1024;  // k per slice, at most 16 slices
+
 int splits_of(const GemmParams& p) {
   const int64_t k_tiles = (p.k + kBK - 1) / kBK;
-  return static_cast<int>(std::max<int64_t>(1, std::min<int64_t>({16, p.k / 1024, k_tiles})));
+  return static_cast<int>(std::max<int64_t>(1, std::min<int64_t>({16, p.k / kSliceK, k_tiles})));
 }
 
 template <class T>
@@ -87,7 +89,8 @@ KL_RUNGS {
                                {gemm_tc::for_halves([](auto e) { return KL_KERNEL(split_k_reduce<decltype(e)>); }), {}, {}}},
                    .run = launch,
                    .tiling = Tiling{.block_m = kBM, .block_n = kBN, .block_k = kBK, .warp_m = kWM, .warp_n = kWN,
-                                    .mma = "mma.sync.m16n8k16", .mma_m = 16, .mma_n = 8, .mma_k = 16, .stages = kStages}}}};
+                                    .mma = "mma.sync.m16n8k16", .mma_m = 16, .mma_n = 8, .mma_k = 16, .stages = kStages,
+                                    .split_k = kSliceK}}}};
   return {variant_of(r)};
 }
 

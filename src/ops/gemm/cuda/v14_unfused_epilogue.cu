@@ -62,7 +62,9 @@ KL_RUNGS {
                                 {"cp.async.cg.shared.global", "mma.sync.aligned.m16n8k16.row.col.f32"},
                                 {"LDGSTS.E.BYPASS.128", "HMMA.16816.F32"}},
                                {gemm_tc::for_halves([](auto e) { return KL_KERNEL(epilogue_pass<decltype(e)>); }), {}, {}}},
-                   .run = launch}}};
+                   .run = launch,
+                   .tiling = Tiling{.block_m = kBM, .block_n = kBN, .block_k = kBK, .warp_m = kWM, .warp_n = kWN,
+                                    .mma = "mma.sync.m16n8k16", .mma_m = 16, .mma_n = 8, .mma_k = 16, .stages = kStages}}}};
   return {variant_of(r)};
 }
 
