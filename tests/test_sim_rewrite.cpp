@@ -64,6 +64,9 @@ TEST(SimRewrite, DynamicSharedMemoryDeclarations) {
               HasSubstr("static thread_local T*& smem = ::kl::sim::dynamic_shared<T>();"));
   EXPECT_THAT(rw("extern float __shared__ smem[];"),  // the CUDA samples' order
               HasSubstr("static thread_local float*& smem = ::kl::sim::dynamic_shared<float>();"));
+  EXPECT_THAT(rw("extern __shared__ half shmem[][CHUNK_K * K + SKEW];"),  // cudaTensorCoreGemm's rows of a fixed length
+              HasSubstr("static thread_local half (*&shmem)[CHUNK_K * K + SKEW] = reinterpret_cast<half (*&)[CHUNK_K * K + "
+                        "SKEW]>(::kl::sim::dynamic_shared<half>());"));
   EXPECT_EQ(rw("extern int count;"), "#line 1 \"prog.cu\"\nextern int count;");
   EXPECT_EQ(rw("extern \"C\" int f();"), "#line 1 \"prog.cu\"\nextern \"C\" int f();");
   EXPECT_EQ(rw("static __shared__ int x[4];"), "#line 1 \"prog.cu\"\n       __shared__ int x[4];") << "static is implied";

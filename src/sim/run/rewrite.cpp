@@ -210,6 +210,12 @@ std::string dynamic_shared(const Scan& s, std::size_t at, std::size_t* end) {
   if (!shared || name_at == std::string::npos || s.code[k] != '[') return {};
   const std::string name = type.substr(name_at + 1), t = type.substr(0, name_at);
   *end = semi + 1;
+  // `T s[][N]...`: a pointer to rows of N, aliasing the same per-block pointer.
+  const std::size_t rows = s.match(k) + 1;
+  const std::string dims(rows < semi ? s.src.substr(rows, semi - rows) : std::string_view());
+  if (dims.find('[') != std::string::npos)
+    return "static thread_local " + t + " (*&" + name + ")" + dims + " = reinterpret_cast<" + t + " (*&)" + dims +
+           ">(::kl::sim::dynamic_shared<" + t + ">());";
   return "static thread_local " + t + "*& " + name + " = ::kl::sim::dynamic_shared<" + t + ">();";
 }
 
