@@ -95,7 +95,7 @@ if [ "$gpu" = 1 ]; then
   # that what the simulator does is what the GPU does.
   step "tests/sim programs on the GPU (twins against the instructions)"
   mkdir -p "$OUT/sim-programs"
-  for prog in ptx_wrappers wmma_gemm wgmma_layouts hopper_gemm matmul_tiled reduce_warp histogram; do
+  for prog in ptx_wrappers wmma_gemm wgmma_layouts hopper_gemm libcudacxx_async matmul_tiled reduce_warp histogram; do
     nvcc -std=c++17 -arch=sm_90a -I src "tests/sim/$prog.cu" -o "$OUT/sim-programs/$prog" > "$OUT/sim-programs/$prog.build.txt" 2>&1 &&
       timeout 60 "$OUT/sim-programs/$prog" > "$OUT/sim-programs/$prog.txt" 2>&1 || status+=("tests/sim/$prog on the GPU failed")
     tail -2 "$OUT/sim-programs/$prog.txt" 2>/dev/null

@@ -319,9 +319,14 @@ TEST(SimProfile, GemmLadderCountsWhatItsNotesClaim) {
     EXPECT_EQ(sum(r, "sim__tensor_flops.sum"), flops) << v;
     EXPECT_EQ(sum(r, "sm__inst_executed_pipe_tensor_op_gmma.sum"), 4 * flops / (2 * 64 * 128 * 16)) << v;
     EXPECT_EQ(sum(r, kLdReq), 0) << v << ": A and B arrive by TMA";
+    EXPECT_EQ(sum(r, "sim__tma_ld_requests.sum"), 2 * 2 * (256 / 64) * 2) << v << ": per 128x128 tile and 64-deep k slice, a box of A and one of B";
+    EXPECT_EQ(sum(r, "sim__tma_ld_bytes.sum"), 2.0 * 256 * 256 * 2 * 2) << v << ": A and B once per block column and row";
     EXPECT_EQ(sum(r, kShStConf), 0) << v;
   }
-  EXPECT_EQ(sum(rung(w, "cuda_warp_specialized"), kStReq), 0) << "D leaves by TMA store";
+  const json ws = rung(w, "cuda_warp_specialized");
+  EXPECT_EQ(sum(ws, kStReq), 0) << "D leaves by TMA store";
+  EXPECT_EQ(sum(ws, "sim__tma_st_requests.sum"), 2 * 2 * 4) << "per tile, each consumer's 64 rows in two 64-column boxes";
+  EXPECT_EQ(sum(ws, "sim__tma_st_bytes.sum"), 256.0 * 256 * 2) << "D (bf16) once";
 }
 
 TEST(SimProfile, BankSweepStrideKIsAGcdKWayConflict) {

@@ -115,6 +115,28 @@ TEST(SimRun, HopperGemmWithTmaMbarriersAndWgmma) {
                                "wgmma.commit_group"));
 }
 
+// The toolkit's own C++ API (libcu++) as the Programming Guide's examples use it: TMA through
+// cuda::barrier and cuda::device::experimental, memcpy_async into a barrier, block pipelines
+// (all threads, and producer/consumer roles) and a thread's own pipeline: exact, and each planted
+// mistake caught.
+TEST(SimRun, LibcudacxxBarriersPipelinesAndTma) {
+  SimResult r = sim_run(program("libcudacxx_async.cu"));
+  EXPECT_EQ(r.code, 0) << r.err;
+  EXPECT_THAT(r.out, HasSubstr("libcu++ async copies: all exact"));
+  r = sim_run(program("libcudacxx_async.cu") + " -- early-read");
+  EXPECT_NE(r.code, 0);
+  EXPECT_THAT(r.err, HasSubstr("FAIL: barrier")) << "shared memory read before arrive_and_wait holds 0xFF bytes";
+  EXPECT_THAT(r.err, Not(HasSubstr("FAIL: tma")));
+  r = sim_run(program("libcudacxx_async.cu") + " -- no-tx");
+  EXPECT_NE(r.code, 0);
+  EXPECT_THAT(r.err, HasSubstr("FAIL: tma")) << "a phase completed without the TMA's bytes";
+  r = sim_run(program("libcudacxx_async.cu") + " -- deadlock");
+  EXPECT_NE(r.code, 0);
+  EXPECT_THAT(r.err, HasSubstr("deadlock in kernel 'tma_kernel'"));
+  EXPECT_THAT(r.err, HasSubstr("cuda::barrier::wait at " KERNELAB_SOURCE_DIR "/tests/sim/libcudacxx_async.cu:72"));
+  EXPECT_THAT(r.err, HasSubstr("which never completes: 1 of 33 arrivals pending"));
+}
+
 TEST(SimRun, TemplatedBlockReductionWithWarpShuffles) {
   const SimResult r = sim_run(program("reduce_warp.cu") + " -- 100003");
   EXPECT_EQ(r.code, 0) << r.err;

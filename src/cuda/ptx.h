@@ -67,16 +67,7 @@ KL_SIM_UNCOUNTED inline void cp_async(void* dst, const void* src, std::size_t by
   q.pending.push_back({dst, src, bytes, q.committed});
 }
 
-// cp.async.wait_group n: performs, in issue order, the copies of every committed group but the newest n.
-KL_SIM_UNCOUNTED inline void cp_async_wait_group(unsigned n) {
-  kl::sim::detail::AsyncCopies& q = kl::sim::detail::async_copies();
-  std::size_t kept = 0;
-  for (const kl::sim::detail::AsyncCopy& c : q.pending) {
-    if (c.group + n < q.committed) std::memcpy(c.dst, c.src, c.bytes);
-    else q.pending[kept++] = c;
-  }
-  q.pending.resize(kept);
-}
+KL_SIM_UNCOUNTED inline void cp_async_wait_group(unsigned n) { kl::sim::detail::land_cp_async(n); }
 
 inline uint32_t half_of(uint32_t word, unsigned which) { return word >> (16 * which) & 0xffffu; }
 

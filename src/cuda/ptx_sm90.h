@@ -158,7 +158,8 @@ KL_PTX_FN void tma_load_2d(void* smem_dst, const CUtensorMap* map, int c0, int c
       "l"(map), "r"(c0), "r"(c1), "r"(detail::smem_address(bar))
       : "memory");)
 #if defined(KL_PTX_TWIN)
-  kl::sim::hopper::tma_load_2d(smem_dst, map, c0, c1, bar, kl_site);
+  const int coords[2] = {c0, c1};
+  kl::sim::hopper::tma_load(smem_dst, map, 2, coords, bar, "cp.async.bulk.tensor.2d (load)", kl_site);
 #endif
 }
 // cp.async.bulk.tensor.2d.global.shared::cta.bulk_group: the box in shared memory to (c0, c1) of `map`.
@@ -168,7 +169,8 @@ KL_PTX_FN void tma_store_2d(const CUtensorMap* map, int c0, int c1, const void* 
                            "r"(c1), "r"(detail::smem_address(smem_src))
                            : "memory");)
 #if defined(KL_PTX_TWIN)
-  kl::sim::hopper::tma_store_2d(map, c0, c1, smem_src, kl_site);
+  const int coords[2] = {c0, c1};
+  kl::sim::hopper::tma_store(map, 2, coords, smem_src, "cp.async.bulk.tensor.2d (store)", kl_site);
 #endif
 }
 // cp.async.bulk.commit_group: closes this thread's bulk stores since the last commit into a group.

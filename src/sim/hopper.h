@@ -13,6 +13,8 @@
 #pragma once
 #include <cuda.h>
 
+#include <array>
+#include <cstdio>
 #include <cstdint>
 #include <cstring>
 #include <string>
@@ -66,16 +68,24 @@ inline void mbar_init(void* bar, unsigned count, const Site& site) {
   if (count == 0 || count >= (1u << 20)) fault("mbarrier.init with count " + std::to_string(count) + ": 1 to 2^20-1", site);
   mbar_write(bar, {count, count, 0, 0, false});
 }
-// mbarrier.arrive(.expect_tx): the state before the arrival is the token.
-inline std::uint64_t mbar_arrive(void* bar, unsigned tx_bytes, const char* what, const Site& site) {
+// mbarrier.arrive(.expect_tx) with `count` arrivals: the state before the arrival is the token.
+inline std::uint64_t mbar_arrive(void* bar, unsigned tx_bytes, const char* what, const Site& site, unsigned count = 1) {
   std::uint64_t token;
   std::memcpy(&token, bar, 8);
   Mbarrier m = mbar_checked(bar, what, site);
-  if (m.pending == 0) fault(std::string(what) + ": more arrivals than the mbarrier's count in this phase", site);
+  if (count == 0 || m.pending < count) fault(std::string(what) + ": more arrivals than the mbarrier's count in this phase", site);
   m.tx += tx_bytes;
-  --m.pending;
+  m.pending -= count;
   mbar_settle(bar, m);
   return token;
+}
+// mbarrier.arrive_drop: one arrival now, and one fewer expected in every later phase.
+inline void mbar_arrive_drop(void* bar, const Site& site) {
+  Mbarrier m = mbar_checked(bar, "mbarrier.arrive_drop", site);
+  if (m.pending == 0 || m.expected == 0) fault("mbarrier.arrive_drop: more arrivals than the mbarrier's count in this phase", site);
+  --m.expected;
+  --m.pending;
+  mbar_settle(bar, m);
 }
 inline void mbar_expect_tx(void* bar, unsigned tx_bytes, const Site& site) {
   Mbarrier m = mbar_checked(bar, "mbarrier.expect_tx", site);
@@ -87,8 +97,14 @@ inline void mbar_complete_tx(void* bar, unsigned tx_bytes) {
   m.tx -= tx_bytes;
   mbar_settle(bar, m);
 }
-// The phase of parity `parity` has completed once the barrier has moved to the other parity.
+// The phase of parity `parity` has completed once the barrier has moved to the other parity. The
+// copies bound to the barrier land as late as they may: once all arrivals are in and only their
+// bytes are outstanding. A phase that completes without them (their bytes never expected) leaves
+// them queued, and the reader sees 0xFF bytes.
 inline bool mbar_phase_done(const void* bar, unsigned parity) {
+  const Mbarrier m = mbar_read(bar);
+  if (m.parity != (parity & 1u)) return true;
+  if (m.pending != 0) return false;
   kl::sim::detail::land_bulk(bar);
   return mbar_read(bar).parity != (parity & 1u);
 }
@@ -110,11 +126,13 @@ inline std::uintptr_t swizzle(std::uintptr_t address, unsigned mode) {
   const std::uintptr_t mask = (std::uintptr_t(1) << bits) - 1;
   return address ^ ((address >> 7 & mask) << 4);
 }
-// The host pointer of byte `offset` of a tile in dynamic shared memory at `base`, swizzled with
-// `mode` (the callers have checked that the tile lies in the window).
+// The host pointer of byte `offset` of a tile at `base`, swizzled with `mode`: by its shared address
+// in dynamic shared memory (the callers have checked that the tile lies in the window); by its host
+// address in static shared memory, aligned as the program declared it.
 inline unsigned char* swizzled(const void* base, std::uintptr_t offset, unsigned mode) {
   const std::uintptr_t a = kl::sim::detail::shared_address(base) + offset;
-  return static_cast<unsigned char*>(kl::sim::detail::dynamic_shared_at(swizzle(a, mode), 1));
+  if (void* p = kl::sim::detail::dynamic_shared_at(swizzle(a, mode), 1)) return static_cast<unsigned char*>(p);
+  return reinterpret_cast<unsigned char*>(swizzle(reinterpret_cast<std::uintptr_t>(base) + offset, mode));
 }
 
 // ---- TMA: tensor maps and 2-D bulk tensor copies ---------------------------------------------
@@ -137,63 +155,118 @@ inline const TensorMap& tensor_map(const void* p, const char* what, const Site& 
   return *m;
 }
 
-// Element (x, y) of the box at `c0, c1`, offset in bytes within the box as stored in shared memory.
+inline bool in_dynamic_shared(const void* p) { return kl::sim::detail::dynamic_shared_at(kl::sim::detail::shared_address(p), 1); }
+
+inline std::size_t box_bytes(const TensorMap& m) {
+  std::size_t bytes = m.element_bytes;
+  for (unsigned i = 0; i < m.rank; ++i) bytes *= m.box[i];
+  return bytes;
+}
+
+// The shared-memory box lies in the block's dynamic shared memory (static shared memory is the
+// program's to size) and is aligned as its swizzle needs.
 inline void tma_check_smem(const void* smem, const TensorMap& m, const char* what, const Site& site) {
   const std::uintptr_t at = kl::sim::detail::shared_address(smem);
-  if (!kl::sim::detail::dynamic_shared_at(at, std::size_t(m.box[0]) * m.box[1] * m.element_bytes))
-    fault(std::string(what) + " with a box not inside the block's dynamic shared memory (the simulator's TMA and wgmma "
-                              "address extern __shared__ tiles only)", site);
+  if (in_dynamic_shared(smem) && !kl::sim::detail::dynamic_shared_at(at, box_bytes(m)))
+    fault(std::string(what) + " with a box that runs past the block's dynamic shared memory", site);
   const std::uintptr_t align = m.swizzle_mode == 0 ? 128 : m.swizzle_mode == 1 ? 1024 : m.swizzle_mode == 2 ? 512 : 256;
   if (at % align)
     fault(std::string(what) + " with a shared-memory box not " + std::to_string(align) + "-byte aligned (as its swizzle needs)", site);
 }
 
-// cp.async.bulk.tensor.2d.shared::cluster.global.mbarrier::complete_tx::bytes: the box at
-// coordinates (c0, c1) into shared memory, elements outside the tensor as zeros; its bytes
-// (the whole box) complete transactions on bar when it lands.
-inline void tma_load_2d(void* smem, const void* map, int c0, int c1, void* bar, const Site& site) {
-  const char* what = "cp.async.bulk.tensor.2d (load)";
+inline const TensorMap& tensor_map_of_rank(const void* map, unsigned rank, const char* what, const Site& site) {
   const TensorMap& m = tensor_map(map, what, site);
-  if (m.rank != 2) fault(std::string(what) + " with a tensor map of rank " + std::to_string(m.rank), site);
-  tma_check_smem(smem, m, what, site);
-  mbar_checked(bar, what, site);
-  const unsigned row_bytes = m.box[0] * m.element_bytes, bytes = row_bytes * m.box[1];
-  std::memset(smem, 0xff, bytes);
-  kl::sim::detail::bulk_async(bar, [m, smem, c0, c1, bar, row_bytes, bytes] {
-    for (unsigned y = 0; y < m.box[1]; ++y)
-      for (unsigned x = 0; x < m.box[0]; ++x) {
-        const long long gx = c0 + static_cast<long long>(x), gy = c1 + static_cast<long long>(y);
-        unsigned char* dst = swizzled(smem, std::uintptr_t(y) * row_bytes + x * m.element_bytes, m.swizzle_mode);
-        if (gx < 0 || gy < 0 || gx >= static_cast<long long>(m.dims[0]) || gy >= static_cast<long long>(m.dims[1]))
-          std::memset(dst, 0, m.element_bytes);
-        else
-          std::memcpy(dst, static_cast<const char*>(m.base) + gy * m.strides[1] + gx * m.element_bytes, m.element_bytes);
+  if (m.rank != rank)
+    fault(std::string(what) + " with a tensor map of rank " + std::to_string(m.rank) + " (the instruction's is " + std::to_string(rank) + ")", site);
+  return m;
+}
+
+// Calls f(smem_offset, global_element_or_null) for each element of the box at `coords`, in shared
+// memory order (dimension 0 fastest); the global element is null outside the tensor.
+template <class F>
+void for_each_box_element(const TensorMap& m, const int* coords, F f) {
+  const unsigned b1 = m.rank > 1 ? m.box[1] : 1, b2 = m.rank > 2 ? m.box[2] : 1;
+  std::uintptr_t offset = 0;
+  for (unsigned z = 0; z < b2; ++z)
+    for (unsigned y = 0; y < b1; ++y)
+      for (unsigned x = 0; x < m.box[0]; ++x, offset += m.element_bytes) {
+        const unsigned at[3] = {x, y, z};
+        const char* g = static_cast<const char*>(m.base);
+        for (unsigned i = 0; i < m.rank && g; ++i) {
+          const long long c = coords[i] + static_cast<long long>(at[i]);
+          g = c < 0 || c >= static_cast<long long>(m.dims[i]) ? nullptr : g + c * m.strides[i];
+        }
+        f(offset, g);
       }
-    mbar_complete_tx(bar, bytes);
+}
+
+// The profiler's count of one TMA instruction and the tensor bytes it moves.
+inline void profile_box(const TensorMap& m, const int* coords, bool store) {
+  kl::sim::detail::profile_bulk(nullptr, 0, store, true);
+  for_each_box_element(m, coords, [&](std::uintptr_t, const char* g) {
+    if (g) kl::sim::detail::profile_bulk(g, m.element_bytes, store, false);
   });
 }
 
-// cp.async.bulk.tensor.2d.global.shared::cta.bulk_group: the box from shared memory to (c0, c1),
-// elements outside the tensor dropped; joins the thread's open bulk group.
-inline void tma_store_2d(const void* map, int c0, int c1, const void* smem, const Site& site) {
-  const char* what = "cp.async.bulk.tensor.2d (store)";
-  const TensorMap& m = tensor_map(map, what, site);
-  if (m.rank != 2) fault(std::string(what) + " with a tensor map of rank " + std::to_string(m.rank), site);
+// cp.async.bulk.tensor.Nd.shared::cluster.global.mbarrier::complete_tx::bytes: the box at
+// `coords` into shared memory, elements outside the tensor as zeros; its bytes (the whole box)
+// complete transactions on bar when it lands.
+inline void tma_load(void* smem, const void* map, unsigned rank, const int* coords, void* bar, const char* what, const Site& site) {
+  const TensorMap& m = tensor_map_of_rank(map, rank, what, site);
   tma_check_smem(smem, m, what, site);
+  mbar_checked(bar, what, site);
+  const std::size_t bytes = box_bytes(m);
+  std::memset(smem, 0xff, bytes);
+  const std::array<int, kMaxRank> c{coords[0], rank > 1 ? coords[1] : 0, rank > 2 ? coords[2] : 0};
+  profile_box(m, c.data(), false);
+  kl::sim::detail::bulk_async(bar, [m, smem, c, bar, bytes] {
+    for_each_box_element(m, c.data(), [&](std::uintptr_t offset, const char* g) {
+      unsigned char* dst = swizzled(smem, offset, m.swizzle_mode);
+      if (g) std::memcpy(dst, g, m.element_bytes);
+      else std::memset(dst, 0, m.element_bytes);
+    });
+    mbar_complete_tx(bar, unsigned(bytes));
+  });
+}
+
+// cp.async.bulk.tensor.Nd.global.shared::cta.bulk_group: the box from shared memory to `coords`,
+// elements outside the tensor dropped; joins the thread's open bulk group and reads shared memory
+// when a cp.async.bulk.wait_group covers it.
+inline void tma_store(const void* map, unsigned rank, const int* coords, const void* smem, const char* what, const Site& site) {
+  const TensorMap& m = tensor_map_of_rank(map, rank, what, site);
+  tma_check_smem(smem, m, what, site);
+  const std::array<int, kMaxRank> c{coords[0], rank > 1 ? coords[1] : 0, rank > 2 ? coords[2] : 0};
+  profile_box(m, c.data(), true);
   kl::sim::detail::AsyncCopies& q = kl::sim::detail::async_copies();
-  const unsigned row_bytes = m.box[0] * m.element_bytes;
-  q.bulk_stores.push_back({[m, smem, c0, c1, row_bytes] {
-                             for (unsigned y = 0; y < m.box[1]; ++y)
-                               for (unsigned x = 0; x < m.box[0]; ++x) {
-                                 const long long gx = c0 + static_cast<long long>(x), gy = c1 + static_cast<long long>(y);
-                                 if (gx < 0 || gy < 0 || gx >= static_cast<long long>(m.dims[0]) || gy >= static_cast<long long>(m.dims[1])) continue;
-                                 std::memcpy(const_cast<char*>(static_cast<const char*>(m.base)) + gy * m.strides[1] +
-                                                 gx * m.element_bytes,
-                                             swizzled(smem, std::uintptr_t(y) * row_bytes + x * m.element_bytes, m.swizzle_mode),
-                                             m.element_bytes);
-                               }
+  q.bulk_stores.push_back({[m, smem, c] {
+                             for_each_box_element(m, c.data(), [&](std::uintptr_t offset, const char* g) {
+                               if (g) std::memcpy(const_cast<char*>(g), swizzled(smem, offset, m.swizzle_mode), m.element_bytes);
+                             });
                            },
                            q.bulk_committed});
+}
+
+// cp.async.bulk (non-tensor): `bytes` contiguous bytes, multiples of 16 at 16-byte-aligned addresses.
+inline void check_bulk(const void* dst, const void* src, std::size_t bytes, const char* what, const Site& site) {
+  if (bytes == 0 || bytes % 16 || reinterpret_cast<std::uintptr_t>(dst) % 16 || reinterpret_cast<std::uintptr_t>(src) % 16)
+    fault(std::string(what) + " of " + std::to_string(bytes) + " bytes: a non-zero multiple of 16 between 16-byte-aligned addresses", site);
+}
+// Global -> shared, completing `bytes` transactions on bar when it lands (at a wait on bar);
+// the destination holds 0xFF bytes until then.
+inline void bulk_load(void* smem, const void* src, std::size_t bytes, void* bar, const char* what, const Site& site) {
+  mbar_checked(bar, what, site);
+  kl::sim::detail::profile_bulk(src, bytes, false, true);
+  std::memset(smem, 0xff, bytes);
+  kl::sim::detail::bulk_async(bar, [smem, src, bytes, bar] {
+    std::memcpy(smem, src, bytes);
+    mbar_complete_tx(bar, unsigned(bytes));
+  });
+}
+// Shared -> global, in the thread's open bulk group.
+inline void bulk_store(void* dst, const void* smem, std::size_t bytes) {
+  kl::sim::detail::profile_bulk(dst, bytes, true, true);
+  kl::sim::detail::AsyncCopies& q = kl::sim::detail::async_copies();
+  q.bulk_stores.push_back({[dst, smem, bytes] { std::memcpy(dst, smem, bytes); }, q.bulk_committed});
 }
 inline void bulk_commit() { ++kl::sim::detail::async_copies().bulk_committed; }
 // cp.async.bulk.wait_group(.read) n: the stores of every committed group but the newest n land.
@@ -376,3 +449,23 @@ inline CUresult kl_sim_cuTensorMapEncodeTiled(CUtensorMap* map, CUtensorMapDataT
   return CUDA_SUCCESS;
 }
 #define cuTensorMapEncodeTiled kl_sim_cuTensorMapEncodeTiled
+
+// cudaGetDriverEntryPoint(ByVersion): the driver functions the simulator has (cuTensorMapEncodeTiled);
+// for any other the query answers "symbol not found", as for a driver that lacks it, and says so.
+inline cudaError_t kl_sim_cudaGetDriverEntryPointByVersion(const char* symbol, void** fn, unsigned int, unsigned long long,
+                                                           cudaDriverEntryPointQueryResult* status = nullptr) {
+  if (!symbol || !fn) return cudaErrorInvalidValue;
+  const bool known = std::strcmp(symbol, "cuTensorMapEncodeTiled") == 0;
+  *fn = known ? reinterpret_cast<void*>(&kl_sim_cuTensorMapEncodeTiled) : nullptr;
+  if (!known) std::fprintf(stderr, "kernelab sim: the driver function %s is not simulated\n", symbol);
+  if (status) *status = known ? cudaDriverEntryPointSuccess : cudaDriverEntryPointSymbolNotFound;
+  return cudaSuccess;
+}
+inline cudaError_t kl_sim_cudaGetDriverEntryPoint(const char* symbol, void** fn, unsigned long long flags,
+                                                  cudaDriverEntryPointQueryResult* status = nullptr) {
+  return kl_sim_cudaGetDriverEntryPointByVersion(symbol, fn, CUDART_VERSION, flags, status);
+}
+#undef cudaGetDriverEntryPoint
+#undef cudaGetDriverEntryPointByVersion
+#define cudaGetDriverEntryPoint kl_sim_cudaGetDriverEntryPoint
+#define cudaGetDriverEntryPointByVersion kl_sim_cudaGetDriverEntryPointByVersion

@@ -5,6 +5,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <cstring>
 #include <functional>
 #include <memory>
 #if __cplusplus >= 202002L
@@ -127,6 +128,9 @@ cudaError_t capture(cudaStream_t stream, Work work);
 // (KL_SIM_UNCOUNTED), so nothing is counted twice.
 enum class Counted : unsigned char { atomic, ldmatrix, cp_async, mma_f16, mma_s8, mma_f8, wgmma };  // wgmma: bytes = N / 8
 void profile_note(Counted what, const void* address, unsigned bytes, std::uintptr_t site);
+// A TMA or bulk copy's global side: `instruction` for the call that issues it, then its bytes
+// inside the tensor, a contiguous piece at a time (null and 0 for none).
+void profile_bulk(const void* global, std::size_t bytes, bool store, bool instruction);
 inline std::uintptr_t site_key(const kl::sim::Site& s) {
   return reinterpret_cast<std::uintptr_t>(s.file_name()) ^ std::uintptr_t(s.line()) << 40 ^
          std::uintptr_t(s.column()) << 56 ^ std::uintptr_t(1) << 63;
@@ -168,6 +172,17 @@ struct AsyncCopies {
   bool wgmma_fenced = false;  // a wgmma.fence since the thread started or last waited
 };
 AsyncCopies& async_copies();
+// cp.async.wait_group n: performs, in issue order, the calling thread's copies of every committed
+// group but the newest n (reading their sources now).
+KL_SIM_UNCOUNTED inline void land_cp_async(unsigned n) {
+  AsyncCopies& q = async_copies();
+  std::size_t kept = 0;
+  for (const AsyncCopy& c : q.pending) {
+    if (c.group + n < q.committed) std::memcpy(c.dst, c.src, c.bytes);
+    else q.pending[kept++] = c;
+  }
+  q.pending.resize(kept);
+}
 
 template <class T>
 T implicit(T v) {  // copy-initialisation: the conversions a CUDA launch allows, no more

@@ -35,6 +35,9 @@ struct ProfileCounts {
   std::uint64_t mma_f16 = 0, mma_s8 = 0, mma_f8 = 0;  // warp-level mma.sync instructions
   std::uint64_t wgmma_lanes = 0;  // lanes that issued wgmma.mma_async: 32 per warp-level instruction, 128 per warpgroup's
   std::uint64_t tensor_flops = 0;
+  // TMA and bulk copies (cp.async.bulk[.tensor]): one thread's instruction each; bytes read or
+  // written inside the tensor (a load's out-of-bounds elements are zero-filled, not read).
+  std::uint64_t tma_ld_requests = 0, tma_ld_bytes = 0, tma_st_requests = 0, tma_st_bytes = 0;
   // The L2 model: sectors that miss (read from DRAM) and dirty sectors written back.
   std::uint64_t dram_read_bytes = 0, dram_write_bytes = 0;
 

@@ -10,6 +10,11 @@ if(NOT CUDAToolkit_FOUND OR NOT KERNELAB_BOOST_CONTEXT_INCLUDE OR NOT KERNELAB_B
 endif()
 set(KERNELAB_SIM_DIR ${CMAKE_SOURCE_DIR}/src/sim)
 list(GET CUDAToolkit_INCLUDE_DIRS 0 KERNELAB_SIM_CUDA_INCLUDE)
+# libcu++ (CCCL): nvcc finds it by itself; the host compiler needs its folder named.
+find_path(KERNELAB_SIM_CCCL_INCLUDE cuda/std/atomic HINTS ${KERNELAB_SIM_CUDA_INCLUDE}/cccl ${CUDAToolkit_INCLUDE_DIRS} NO_DEFAULT_PATH)
+if(NOT KERNELAB_SIM_CCCL_INCLUDE)
+  set(KERNELAB_SIM_CCCL_INCLUDE ${KERNELAB_SIM_CUDA_INCLUDE})
+endif()
 
 # Every cuBLAS/cuBLASLt entry point of this toolkit that returns a status and that
 # runtime/cublas.cpp does not compute: a kl_sim_ name (cublas_unsupported_names.h, included by
@@ -49,7 +54,7 @@ file(GLOB KERNELAB_SIM_RUNTIME_SOURCES CONFIGURE_DEPENDS ${KERNELAB_SIM_DIR}/run
 add_library(kl_sim STATIC ${KERNELAB_SIM_RUNTIME_SOURCES} ${KERNELAB_SIM_GENERATED}/cublas_unsupported.cpp)
 target_include_directories(kl_sim BEFORE PUBLIC ${KERNELAB_SIM_DIR}/shadow)
 target_include_directories(kl_sim PUBLIC ${CMAKE_SOURCE_DIR}/src ${KERNELAB_SIM_GENERATED} ${KERNELAB_SIM_CUDA_INCLUDE}
-                           ${KERNELAB_BOOST_CONTEXT_INCLUDE})
+                           ${KERNELAB_SIM_CCCL_INCLUDE} ${KERNELAB_BOOST_CONTEXT_INCLUDE})
 target_link_libraries(kl_sim PUBLIC ${KERNELAB_BOOST_CONTEXT_LIB} Threads::Threads ${CMAKE_DL_LIBS})
 set_target_properties(kl_sim PROPERTIES POSITION_INDEPENDENT_CODE ON)
 target_compile_options(kl_sim PRIVATE -Wall -Wextra -O2)
@@ -64,6 +69,7 @@ target_compile_definitions(kl_simrun PRIVATE
   KERNELAB_SIM_CXX="${CMAKE_CXX_COMPILER}"
   KERNELAB_SIM_DIR="${KERNELAB_SIM_DIR}"
   KERNELAB_SIM_CUDA_INCLUDE="${KERNELAB_SIM_CUDA_INCLUDE}"
+  KERNELAB_SIM_CCCL_INCLUDE="${KERNELAB_SIM_CCCL_INCLUDE}"
   KERNELAB_SIM_GENERATED="${KERNELAB_SIM_GENERATED}"
   KERNELAB_SIM_LIBRARY="$<TARGET_FILE:kl_sim>"
   KERNELAB_SIM_LINK_LIBS="${KERNELAB_BOOST_CONTEXT_LIB}")

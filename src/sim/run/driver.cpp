@@ -106,7 +106,7 @@ std::vector<std::string> compile_flags(const RunRequest& r, const fs::path& sour
   std::vector<std::string> f = {"-std=" + r.std, "-O1", "-fno-strict-aliasing", "-Wno-psabi", "-g", "-pthread", "-fstack-clash-protection",
                                 "-include", dir + "/cuda_sim.h",
                                 "-I", dir + "/shadow", "-I", fs::path(dir).parent_path().string(),
-                                "-I", KERNELAB_SIM_GENERATED, "-I", KERNELAB_SIM_CUDA_INCLUDE,
+                                "-I", KERNELAB_SIM_GENERATED, "-I", KERNELAB_SIM_CUDA_INCLUDE, "-I", KERNELAB_SIM_CCCL_INCLUDE,
                                 "-iquote", source.parent_path().string()};
   for (const std::string& d : r.include_dirs) f.insert(f.end(), {"-I", fs::absolute(d).string()});
   f.push_back("-DKERNELAB_SIM_CUDA_ARCH=" + std::to_string(r.cuda_arch));

@@ -316,9 +316,14 @@ std::string rewrite_cuda(std::string_view source, const std::string& path) {
       if (!decl.empty()) emit(p, end, decl), p = end - 1;
     } else if (word_at(s.code, p, "static") && word_at(s.code, s.skip_space(p + 6), "__shared__")) {
       emit(p, p + 6, "      ");
-    } else if (word_at(s.code, p, "__shared__") && std::ranges::find(braces, false) != braces.end()) {
+    } else if (word_at(s.code, p, "__shared__")) {
+      // `__shared__ alignas(N) T x;`: nvcc takes it, GCC wants the attribute before thread_local.
+      if (const std::size_t a = s.skip_space(p + 10); word_at(s.code, a, "alignas")) {
+        const std::size_t close = s.match(s.code.find('(', a)) + 1;
+        emit(p, close, std::string(s.src.substr(a, close - a)) + " __shared__");
+      }
       std::size_t end = 0;
-      const std::string poison = poison_static_shared(s, p, &end);
+      const std::string poison = std::ranges::find(braces, false) != braces.end() ? poison_static_shared(s, p, &end) : "";
       if (!poison.empty()) emit(end, end, poison), p = end - 1;
     } else if (s.code[p] == '{') {
       braces.push_back(opens_namespace(s, p));

@@ -449,6 +449,18 @@ void profile_note(Counted what, const void* address, unsigned bytes, std::uintpt
   }
 }
 
+void profile_bulk(const void* global, std::size_t bytes, bool store, bool instruction) {
+  Session* s = recording;
+  if (!s) return;
+  ProfileCounts& c = s->launches.back().counts;
+  if (instruction) ++(store ? c.tma_st_requests : c.tma_ld_requests);
+  (store ? c.tma_st_bytes : c.tma_ld_bytes) += bytes;
+  if (!s->l2.enabled() || bytes == 0) return;
+  const std::uint64_t a = reinterpret_cast<std::uintptr_t>(global);
+  for (std::uint64_t sector = a >> 5; sector <= (a + bytes - 1) >> 5; ++sector)
+    s->l2.access(sector, store, !store, std::uint32_t(s->launches.size() - 1), s->launches);
+}
+
 void profile_access(const void* address, std::size_t bytes, bool store, std::uintptr_t site) {
   access(reinterpret_cast<std::uintptr_t>(address), bytes, store ? Kind::st : Kind::ld, site);
 }
@@ -469,7 +481,8 @@ const std::vector<std::uint64_t ProfileCounts::*>& ProfileCounts::fields() {
       &C::ldsm_wavefronts,    &C::ldsm_ideal,         &C::memory_lanes,         &C::mma_f16,
       &C::mma_s8,             &C::mma_f8,             &C::tensor_flops,         &C::dram_read_bytes,
       &C::dram_write_bytes,   &C::global_lines,       &C::ldgsts_bytes,         &C::ldsm_bytes,
-      &C::wgmma_lanes};
+      &C::wgmma_lanes,        &C::tma_ld_requests,    &C::tma_ld_bytes,         &C::tma_st_requests,
+      &C::tma_st_bytes};
   return f;
 }
 
@@ -577,6 +590,10 @@ const std::vector<MetricDefinition>& profile_metric_definitions() {
       {"sim__inst_executed_mma_fp8.sum", "mma.sync fp8 (e4m3, e5m2) instructions"},
       {"sm__inst_executed_pipe_tensor_op_gmma.sum", "wgmma.mma_async instructions, warp-level (4 per warpgroup instruction)"},
       {"sim__tensor_flops.sum", "FLOPs (OPs for s8) of the mma and wgmma instructions: 2·m·n·k each"},
+      {"sim__tma_ld_requests.sum", "TMA and bulk loads (cp.async.bulk[.tensor] global -> shared), one thread's instruction each"},
+      {"sim__tma_ld_bytes.sum", "bytes those loads read inside the tensor (out-of-bounds elements are zero-filled, not read)"},
+      {"sim__tma_st_requests.sum", "TMA and bulk stores (shared -> global)"},
+      {"sim__tma_st_bytes.sum", "bytes those stores write inside the tensor"},
       {"sim__sectors_per_global_request.ratio", "global load+store sectors over their requests (4 is a coalesced 4-byte warp access)"},
       {"sim__bank_conflicts_per_shared_request.ratio", "shared load+store bank conflicts over their requests"},
       {"sim__active_lanes_per_memory_inst.ratio", "active lanes per global or shared memory instruction (32: no divergence)"},
@@ -614,6 +631,10 @@ std::vector<Metric> profile_metrics(const ProfileCounts& c, double k) {
       k * double(c.mma_f8),
       k * double(c.wgmma_lanes) / 32,
       k * double(c.tensor_flops),
+      k * double(c.tma_ld_requests),
+      k * double(c.tma_ld_bytes),
+      k * double(c.tma_st_requests),
+      k * double(c.tma_st_bytes),
       ratio(double(c.global_ld_sectors + c.global_st_sectors), gl_req),
       ratio(conflicts_ld + conflicts_st, double(c.shared_ld_requests + c.shared_st_requests)),
       ratio(double(c.memory_lanes), double(c.memory_requests())),
