@@ -85,6 +85,10 @@ TEST(SimRewrite, BlockScopeStaticSharedIsPoisonedOnItsOwnLine) {
   EXPECT_THAT(rw("void f() { __shared__ float s[N] __attribute__((aligned(16))); }"),
               HasSubstr("::kl::sim::poison_shared_once(&s, sizeof s); }"));
   EXPECT_THAT(rw("void f() { extern __shared__ float d[]; }"), Not(HasSubstr("poison_shared_once")));
+  // nvcc takes `__shared__ alignas(N)` (the Programming Guide's TMA example); GCC wants the attribute first.
+  EXPECT_THAT(rw("void f() { __shared__ alignas(128) int box[8][32]; }"),
+              HasSubstr("{ alignas(128) __shared__ int box[8][32]; ::kl::sim::poison_shared_once(&box, sizeof box); }"));
+  EXPECT_THAT(rw("__shared__  alignas(16) float g[4];"), HasSubstr("alignas(16) __shared__ float g[4];"));
   const std::string split = "void f() {\n  __shared__ float\n    a[8];\n  int after;\n}\n";
   const std::string out = rw(split);
   EXPECT_THAT(out, HasSubstr("\n    a[8]; ::kl::sim::poison_shared_once(&a, sizeof a);\n  int after;")) << "on the line of the ';'";
