@@ -96,13 +96,14 @@ TEST(GemmQuant, ComputeBoundM) {
 TEST(Attention, SmallCaseByHand) {
   // B=2, H=4, Hkv=2, Sq=3, Sk=5, D=8, 2-byte elements.
   AttentionShape s{2, 4, 2, 3, 5, 8, false};
-  // FLOPs: 4*2*4*3*5*8 = 3840; backward 2.5x = 9600; causal half of each: 1920, 4800.
+  // FLOPs: 4*2*4*3*5*8 = 3840; backward 2.5x = 9600; causal, bottom-right aligned, FlashAttention-3's
+  // (max(0, 5 - 3) + 5) / 2 = 3.5 keys per query: 2688, 6720.
   EXPECT_EQ(attention_flops(s, false), 3840);
   EXPECT_EQ(attention_flops(s, true), 9600);
   AttentionShape c = s;
   c.causal = true;
-  EXPECT_EQ(attention_flops(c, false), 1920);
-  EXPECT_EQ(attention_flops(c, true), 4800);
+  EXPECT_EQ(attention_flops(c, false), 2688);
+  EXPECT_EQ(attention_flops(c, true), 6720);
   // Elements: Q-sized 2*4*3*8 = 192, K-sized 2*2*5*8 = 160, scores 2*4*3*5 = 120; logsumexp
   // 4 bytes * 2*4*3 = 96 bytes.
   EXPECT_EQ(attention_bytes(s, 2, false, Schedule::flash), (2 * 192 + 2 * 160) * 2);               // 1408
@@ -240,6 +241,24 @@ TEST(Analyze, FlashAttentionComputeBoundNaiveNot) {
   Analysis causal = analyze(request("attention", "h100-sxm", dims, {"causal"}));
   EXPECT_EQ(causal.roof.flops, flash.roof.flops / 2);
   EXPECT_EQ(causal.roof.bytes, flash.roof.bytes);
+  // A chunk of 2048 queries at the end of 8192 keys, causal: FlashAttention-3's (6144 + 8192) / 2 keys per query.
+  std::map<std::string, int64_t> chunk = dims;
+  chunk["seq_q"] = 2048;
+  EXPECT_EQ(analyze(request("attention", "h100-sxm", chunk, {"causal"})).roof.flops, 4.0 * 16 * 2048 * 7168 * 128);
+}
+
+// Peak device memory, Llama-3-70B's attention at 8k (32 query heads, 8 kv heads, d 128, bf16):
+// flash holds Q and O (32*8192*128 each), K and V (8*8192*128) and the fp32 LSE; naive adds S and
+// P (32*8192^2 each) at once, 52x more; its backward adds P, dP and dS.
+TEST(Analyze, AttentionPeakMemoryNaiveAgainstFlash) {
+  kl::model::AttentionShape s;
+  s.batch = 1, s.heads = 32, s.kv_heads = 8, s.seq_q = 8192, s.seq_kv = 8192, s.head_dim = 128;
+  using kl::model::Schedule;
+  EXPECT_EQ(kl::model::attention_peak_bytes(s, 2, false, Schedule::flash), 2.0 * (33554432 + 8388608) * 2 + 4.0 * 32 * 8192);
+  EXPECT_EQ(kl::model::attention_peak_bytes(s, 2, false, Schedule::naive), 2.0 * (33554432 + 8388608) * 2 + 2.0 * 2147483648 * 2);
+  EXPECT_EQ(kl::model::attention_peak_bytes(s, 2, true, Schedule::naive), 4.0 * (33554432 + 8388608) * 2 + 3.0 * 2147483648 * 2);
+  EXPECT_EQ(kl::model::attention_peak_bytes(s, 2, true, Schedule::flash),
+            4.0 * (33554432 + 8388608) * 2 + 4.0 * 32 * 8192 + 4.0 * 33554432);
 }
 
 TEST(Analyze, QuantizedGemmForms) {

@@ -133,7 +133,7 @@ TEST(SimRun, LibcudacxxBarriersPipelinesAndTma) {
   r = sim_run(program("libcudacxx_async.cu") + " -- deadlock");
   EXPECT_NE(r.code, 0);
   EXPECT_THAT(r.err, HasSubstr("deadlock in kernel 'tma_kernel'"));
-  EXPECT_THAT(r.err, HasSubstr("cuda::barrier::wait at " KERNELAB_SOURCE_DIR "/tests/sim/libcudacxx_async.cu:72"));
+  EXPECT_THAT(r.err, HasSubstr("cuda::barrier::wait at " KERNELAB_SOURCE_DIR "/tests/sim/libcudacxx_async.cu:78"));
   EXPECT_THAT(r.err, HasSubstr("which never completes: 1 of 33 arrivals pending"));
 }
 

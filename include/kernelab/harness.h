@@ -15,6 +15,7 @@ struct Prepared {
   uint64_t seed = 0;
   std::vector<Tensor> host_in;
   std::vector<std::vector<double>> ref;  // one per output, row-major logical order
+  double baseline_err = 0;               // the op's dtype_baseline against ref, where it has one
 };
 Prepared prepare(const Op& op, const Problem& p, uint64_t seed);
 

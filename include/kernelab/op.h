@@ -59,13 +59,15 @@ struct DimSpec {
   std::string name;
   int64_t default_value;
   std::string help;
+  bool swept = true;  // the check sweep takes it through 1, 7, 33, 127 and 1000 (not: head counts, head dims)
 };
 
 struct OptSpec {
   std::string name;
-  std::vector<std::string> values;  // allowed values; empty means a number
+  std::vector<std::string> values;  // allowed values; empty means a number (or a list, below)
   std::string default_value;
   std::string help;
+  bool list = false;  // a comma-separated list of positive integers ("1,17,300"); empty for none
 };
 
 struct TensorSpec {
@@ -175,10 +177,16 @@ struct Op {
   // Tensors whose dtype may differ from the problem's (a bf16 x int4 GEMM's weights and
   // scales): name -> the dtypes it takes. The others follow the problem's dtype.
   std::map<std::string, std::vector<DType>> tensor_dtypes;
+  // Dimensions that follow from options (attention's --seqlens sets the batch and the lengths),
+  // before validate; `given` holds the dimensions the user set, which it may refuse to override.
+  std::function<void(Problem&, const std::map<std::string, int64_t>& given)> derive = nullptr;
   std::function<void(const Problem&)> validate;  // throws BadInput naming the bad value
   std::function<std::any(const Problem&)> parse;  // the typed parameters rungs receive
   std::function<Cost(const Problem&)> cost;
   std::function<std::vector<TensorSpec>(const Problem&)> inputs;
+  // Inputs that follow from the others, filled after the random ones (attention_bwd's O and LSE
+  // are the forward pass's outputs on its Q, K and V).
+  std::function<void(const Problem&, std::vector<Tensor>& inputs)> derived_inputs = nullptr;
   std::function<std::vector<TensorSpec>(const Problem&)> outputs;
   // The float64 reference: one vector of doubles per output, row-major logical order.
   std::function<std::vector<std::vector<double>>(const Problem&, std::span<const Tensor>)> reference;
@@ -191,6 +199,10 @@ struct Op {
   // per row for row-wise ops, over the whole output where rows are not independent problems
   // (a gemm row of one element would turn a cancellation into a large relative error).
   std::function<double(const Problem&)> tolerance;
+  // Where set, the op computed as a naive implementation in the input dtype would compute it (each
+  // intermediate rounded to it), one vector per output: a variant may then err up to twice this
+  // baseline's error plus the tolerance above as a rounding floor (FlashAttention's rule).
+  std::function<std::vector<std::vector<double>>(const Problem&, std::span<const Tensor>)> dtype_baseline = nullptr;
   bool error_per_row = true;
   // An execution-model or memory-hierarchy experiment (exp_*): fp32 only, swept along the axis
   // it studies rather than over the operators' shape and dtype sweep; may have no CPU variant.
@@ -216,8 +228,14 @@ double default_tolerance(DType t);
 
 // Error of one output against its reference: the largest |y - r| in a row divided by the
 // largest |r| of that row (a row is the last dimension), maximised over rows; with per_row
-// false, the whole output is one row. Non-finite y where r is finite gives +inf.
+// false, the whole output is one row. Non-finite y where r is finite gives +inf; an infinite r
+// must be matched exactly.
 double max_rel_err(const Tensor& y, const std::vector<double>& ref, bool per_row = true);
+// The same over values already read, rows of `row` values (0: one row).
+double max_rel_err(const std::vector<double>& got, const std::vector<double>& ref, size_t row);
+
+// "1,17,300" as {1, 17, 300}; empty when the text is not a list of positive integers.
+std::vector<int64_t> parse_positive_list(std::string_view text);
 
 // Reads a host tensor in logical row-major order as doubles (strides applied).
 std::vector<double> to_doubles(const Tensor& t);

@@ -58,11 +58,12 @@ enum class Schedule { flash, naive };
 // BadInput unless heads is a multiple of kv_heads (GQA/MQA groups query heads over a kv head).
 void validate(const AttentionShape& s);
 
-// FLOPs as the FlashAttention papers count them: forward 4*B*H*Sq*Sk*D (the two matmuls QK^T
-// and PV, 2 FLOPs per multiply-add; softmax not counted); causal exactly half of that (the
-// papers' convention, though the masked fraction is (Sk+1)/(2Sk) for Sq = Sk); backward 2.5x the
-// forward (five matmuls against two; the recomputation of S in the flash backward not counted).
-// The same FLOPs under both schedules.
+// FLOPs as FlashAttention-3's benchmark counts them: forward 4*B*H*Sq*avg*D (the two matmuls QK^T
+// and PV, 2 FLOPs per multiply-add; softmax not counted), avg = Sk, or causal (max(0, Sk - Sq) +
+// Sk) / 2: exactly half at Sq = Sk (though the unmasked fraction is (Sk+1)/(2Sk) there), and the
+// mask aligned bottom-right otherwise; backward 2.5x the forward (five matmuls against two; the
+// recomputation of S in the flash backward not counted). The same FLOPs under both schedules.
+// The `attention` op counts the same way (src/ops/attention).
 double attention_flops(const AttentionShape& s, bool backward);
 
 // HBM bytes, e bytes per element, K/V (and dK/dV) with kv_heads heads:
@@ -78,13 +79,19 @@ double attention_flops(const AttentionShape& s, bool backward);
 //                  seven B*H*Sq*Sk matrix transfers: P read (dV = P^T dO), dP written, P and dP read
 //                  (dS), dS written, dS read twice (dQ = dS K, dK = dS^T Q).
 inline constexpr std::string_view kCountingAttention =
-    "FLOPs as the FlashAttention papers: forward 4*B*H*Sq*Sk*D, causal exactly half, backward 2.5x forward "
+    "FLOPs as FlashAttention-3's benchmark: forward 4*B*H*Sq*avg*D, avg = Sk, causal (max(0,Sk-Sq)+Sk)/2 (half at "
+    "Sq = Sk), backward 2.5x forward "
     "(recomputation not counted); bytes, K/V with kv-heads: flash forward Q,K,V read and O written once; flash "
     "backward Q,K,V,O,dO read, dQ,dK,dV written, fp32 logsumexp read; naive forward adds S and P written and read "
     "back (4*B*H*Sq*Sk elements); naive backward Q,K,V,dO read, dQ,dK,dV written, plus 7*B*H*Sq*Sk elements "
     "(P read twice, dP written and read, dS written and read twice)";
 double attention_bytes(const AttentionShape& s, double e, bool backward, Schedule schedule);
 Cost attention_cost(const AttentionShape& s, double e, bool backward, Schedule schedule);
+// Device memory the pass holds at its peak: flash forward Q, K, V, O and the fp32 logsumexp; naive
+// forward Q, K, V, O and S and P at once (the softmax reads one while it writes the other); flash
+// backward Q, K, V, O, dO, dQ, dK, dV, the logsumexp and FlashAttention-2's fp32 dQ accumulator;
+// naive backward the eight tensors and P (kept from the forward), dP and dS.
+double attention_peak_bytes(const AttentionShape& s, double e, bool backward, Schedule schedule);
 
 // Decode (Sq small, a long KV cache): the bytes are mostly the K/V cache, 2*B*Hkv*Sk*D*e. Each
 // K/V element is used by H/Hkv query heads times Sq queries, one multiply-add (2 FLOPs) each, so

@@ -135,6 +135,15 @@ std::string attention_story(const Request& req, const Analysis& a) {
                    "flash lower bound is {}x shorter\n",
                    num(naive.bytes / flash.bytes), backward ? 7 : 4, num(scores), backward ? "P, dP and dS" : "S and P",
                    num(flash.flops), num(naive.t_lower_bound_s / flash.t_lower_bound_s));
+  const double peak_flash = attention_peak_bytes(sh, e, backward, Schedule::flash);
+  const double peak_naive = attention_peak_bytes(sh, e, backward, Schedule::naive);
+  const double capacity = find_gpu(a.gpu).memory_bytes.value;
+  s += fmt::format("  peak memory  flash {} GB, naive {} GB ({}x: {} B*H*Sq*Sk matrices of {} GB held at once){}\n",
+                   num(peak_flash / 1e9), num(peak_naive / 1e9), num(peak_naive / peak_flash), backward ? 3 : 2,
+                   num(scores * e / 1e9),
+                   peak_naive > capacity ? fmt::format(": the naive schedule does not fit in the {}'s {} GB", a.gpu_name,
+                                                       num(capacity / 1e9))
+                                         : "");
   if (backward || flash.compute_bound) return s;
   const double kv_bytes = 2.0 * static_cast<double>(sh.batch) * static_cast<double>(sh.kv_heads) *
                           static_cast<double>(sh.seq_kv) * static_cast<double>(sh.head_dim) * e;

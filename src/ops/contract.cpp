@@ -63,7 +63,8 @@ std::string Problem::shape_str() const {
 
 std::string Problem::label() const {
   std::string s = shape_str();
-  for (const auto& [k, v] : opts) s += "," + k + "=" + v;
+  for (const auto& [k, v] : opts)
+    if (!v.empty()) s += "," + k + "=" + v;  // empty: an option left unset (attention's --seqlens)
   for (const auto& [k, t] : tensor_dtypes) s += "," + k + ":" + std::string(dtype_name(t));
   return s;
 }
@@ -191,7 +192,13 @@ Problem make_problem(const Op& op, DType dtype, const std::map<std::string, int6
   for (const auto& [k, v] : opts) {
     auto spec = std::find_if(op.opts.begin(), op.opts.end(), [&](const OptSpec& o) { return o.name == k; });
     if (spec == op.opts.end()) bad_input(fmt::format("op {} has no option '{}'", op.name, k));
-    if (spec->values.empty()) {
+    const bool unset = v.empty() && spec->default_value.empty();  // left unset, as by default (--seqlens)
+    if (unset) {
+      // nothing to check
+    } else if (spec->list) {
+      if (parse_positive_list(v).empty())
+        bad_input(fmt::format("option {}='{}' of op {} is not a comma-separated list of positive integers", k, v, op.name));
+    } else if (spec->values.empty()) {
       size_t used = 0;
       double x = 0;
       try {
@@ -222,6 +229,7 @@ Problem make_problem(const Op& op, DType dtype, const std::map<std::string, int6
     }
     if (t != dtype) p.tensor_dtypes[tensor] = t;
   }
+  if (op.derive) op.derive(p, dims);
   if (op.validate) op.validate(p);
   if (op.parse) p.params = op.parse(p);
   if (use == Use::cost_only) return p;
@@ -264,14 +272,22 @@ std::vector<double> to_doubles(const Tensor& t) {
 }
 
 double max_rel_err(const Tensor& y, const std::vector<double>& ref, bool per_row) {
-  std::vector<double> got = to_doubles(y);
+  const size_t row = !per_row || y.shape().empty() ? 0 : static_cast<size_t>(y.shape().back());
+  return max_rel_err(to_doubles(y), ref, row);
+}
+
+double max_rel_err(const std::vector<double>& got, const std::vector<double>& ref, size_t row) {
   if (got.size() != ref.size()) return INFINITY;
-  const size_t row = !per_row || y.shape().empty() ? got.size() : static_cast<size_t>(y.shape().back());
+  if (row == 0) row = got.size();
   double worst = 0;
   for (size_t r0 = 0; r0 < got.size(); r0 += row) {
     double diff = 0, scale = 0;
     for (size_t i = r0; i < r0 + row; ++i) {
-      if (!std::isfinite(got[i]) && std::isfinite(ref[i])) return INFINITY;
+      if (!std::isfinite(ref[i])) {  // an infinity (attention's LSE of a row with no keys) must be matched exactly
+        if (got[i] != ref[i]) return INFINITY;
+        continue;
+      }
+      if (!std::isfinite(got[i])) return INFINITY;
       diff = std::max(diff, std::abs(got[i] - ref[i]));
       scale = std::max(scale, std::abs(ref[i]));
     }
@@ -279,6 +295,22 @@ double max_rel_err(const Tensor& y, const std::vector<double>& ref, bool per_row
     worst = std::max(worst, e);
   }
   return worst;
+}
+
+std::vector<int64_t> parse_positive_list(std::string_view text) {
+  std::vector<int64_t> out;
+  size_t at = 0;
+  while (at <= text.size()) {
+    const size_t comma = std::min(text.find(',', at), text.size());
+    const std::string_view item = text.substr(at, comma - at);
+    int64_t v = 0;
+    if (item.empty() || item.size() > 12 || item.find_first_not_of("0123456789") != std::string_view::npos) return {};
+    for (char c : item) v = v * 10 + (c - '0');
+    if (v <= 0) return {};
+    out.push_back(v);
+    at = comma + 1;
+  }
+  return out;
 }
 
 }  // namespace kl
