@@ -214,6 +214,29 @@ TEST(Attention, PlantedBugsFailTheCheck) {
   EXPECT_FALSE(r.passed) << r.max_rel_err << " against " << r.tolerance;
 }
 
+// One key per sequence: every P is 1, so dS, dQ and dK are exactly zero, and a rung's dQ is its
+// rounding noise. It may be twice the naive-in-dtype baseline's noise (FlashAttention's rule in
+// absolute terms), and a dQ of ones fails; dV (= dO) is measured as usual.
+TEST(AttentionBwd, ZeroGradientsAreCheckedInAbsoluteTerms) {
+  const Op& op = kl::find_op("attention_bwd");
+  static kl::DeviceSet devices = kl::open_devices({kl::Backend::cpu});
+  kl::Device& cpu = *kl::find_device(devices, kl::Backend::cpu);
+  const Problem p = kl::make_problem(op, DType::f16, {{"batch", 2}, {"seq_q", 7}, {"seq_kv", 1}, {"heads", 2}, {"kv_heads", 1}});
+  const kl::Prepared prep = kl::prepare(op, p, 3);
+  ASSERT_EQ(prep.zero_output_limit.size(), 3u);
+  EXPECT_GE(prep.zero_output_limit[0], 0) << "dQ is all zeros";
+  EXPECT_GE(prep.zero_output_limit[1], 0) << "dK is all zeros";
+  EXPECT_LT(prep.zero_output_limit[2], 0) << "dV is not";
+  kl::Variant good = *op.find_variant("cpu_tiled");
+  EXPECT_TRUE(kl::check_variant(op, good, good.configs[0], prep, cpu).passed);
+  kl::Variant noisy = good;
+  noisy.configs[0].run = [run = good.configs[0].run](const Problem& q, const kl::Args& a) {
+    run(q, a);
+    a.out[0].set(0, 1.0);
+  };
+  EXPECT_FALSE(kl::check_variant(op, noisy, noisy.configs[0], prep, cpu).passed);
+}
+
 TEST(MaxRelErr, AnInfiniteReferenceMustBeMatchedExactly) {
   const std::vector<double> ref = {1, INFINITY};
   EXPECT_EQ(kl::max_rel_err(std::vector<double>{1, INFINITY}, ref, 2), 0);

@@ -329,6 +329,24 @@ TEST(SimProfile, GemmLadderCountsWhatItsNotesClaim) {
   EXPECT_EQ(sum(ws, "sim__tma_st_bytes.sum"), 256.0 * 256 * 2) << "D (bf16) once";
 }
 
+// Naive attention writes S to HBM and rewrites it as P: at b 1, h 2, s 128 that is 2 x 128 x 128
+// floats (128 KiB) twice, 4 sectors per 32-float warp store (two 64-byte rows of the 16 x 16 block,
+// from a 256-byte-aligned workspace), before O (fp16) is written once. Each thread reads its own K
+// row element by element: far more than 4 sectors per load request.
+TEST(SimProfile, NaiveAttentionWritesSAndRewritesItAsP) {
+  const json p = profile("attention --dtype fp16 --batch 1 --seq-q 128 --seq-kv 128 --heads 2 --kv-heads 2 --head-dim 64");
+  const json r = rung(p, "cuda_naive");
+  EXPECT_TRUE(r["checked"].get<bool>()) << r["check_failure"];
+  const double s_bytes = 2.0 * 128 * 128 * 4;
+  const json& scores = kernel(r["kernels"], "scores<__half>");
+  EXPECT_EQ(m(scores, kStSec), s_bytes / 32);
+  EXPECT_EQ(m(scores, kStSec) / m(scores, kStReq), 4) << "two aligned 64-byte rows per warp";
+  EXPECT_GT(m(scores, kLdSec) / m(scores, kLdReq), 8) << "lanes read 16 different K rows";
+  const json& softmax = kernel(r["kernels"], "softmax_rows");
+  EXPECT_EQ(m(softmax, kStSec), s_bytes / 32 + 2 * 128) << "P over S, and one sector per row's LSE";
+  EXPECT_EQ(m(kernel(r["kernels"], "pv<__half>"), kStSec), 128.0 * 2 * 64 * 2 / 32) << "O once";
+}
+
 TEST(SimProfile, BankSweepStrideKIsAGcdKWayConflict) {
   for (int stride : {1, 2, 3, 4, 8, 32}) {
     const json r = rung(profile("exp_smem_banks --blocks 1 --stride " + std::to_string(stride) + " --reps 4"), "cuda");

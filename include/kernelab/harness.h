@@ -16,6 +16,11 @@ struct Prepared {
   std::vector<Tensor> host_in;
   std::vector<std::vector<double>> ref;  // one per output, row-major logical order
   double baseline_err = 0;               // the op's dtype_baseline against ref, where it has one
+  // Per output whose reference is exactly zero (attention_bwd's dQ and dK when each query sees one
+  // key): how far from zero a variant may stray, twice the baseline's own rounding noise there plus
+  // the tolerance times the largest reference value of any output (FlashAttention's rule in absolute
+  // terms); negative for the other outputs.
+  std::vector<double> zero_output_limit;
 };
 Prepared prepare(const Op& op, const Problem& p, uint64_t seed);
 

@@ -255,6 +255,11 @@ Op make_attention_op() {
     const std::map<std::string, int64_t> d = {{"batch", 1}, {"seq_q", 1024}, {"seq_kv", 1024}, {"heads", 8}, {"kv_heads", 8}, {"head_dim", 128}};
     return std::vector<Problem>{make_problem(self, DType::bf16, d), make_problem(self, DType::bf16, d, {{"causal", "1"}})};
   };
+  // Small enough to simulate in seconds: S (2 x 128 x 128 floats) against the flash rungs' nothing.
+  op.profile_cases = [](const Op& self) {
+    return std::vector<Problem>{make_problem(
+        self, DType::f16, {{"batch", 1}, {"seq_q", 128}, {"seq_kv", 128}, {"heads", 2}, {"kv_heads", 2}, {"head_dim", 64}})};
+  };
   // fp32 outputs over a few hundred terms per row; the half formats follow FlashAttention's rule (dtype_baseline).
   op.tolerance = [](const Problem& p) { return default_tolerance(p.dtype); };
   op.variants = attention_cpu_variants();
