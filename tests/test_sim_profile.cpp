@@ -329,7 +329,7 @@ TEST(SimProfile, GemmLadderCountsWhatItsNotesClaim) {
   EXPECT_EQ(sum(ws, "sim__tma_st_bytes.sum"), 256.0 * 256 * 2) << "D (bf16) once";
 }
 
-// Naive attention writes S to HBM and rewrites it as P: at b 1, h 2, s 128 that is 2 x 128 x 128
+// Naive attention writes S to HBM and rewrites it as P (and the fused rung does not): at b 1, h 2, s 128 that is 2 x 128 x 128
 // floats (128 KiB) twice, 4 sectors per 32-float warp store (two 64-byte rows of the 16 x 16 block,
 // from a 256-byte-aligned workspace), before O (fp16) is written once. Each thread reads its own K
 // row element by element: far more than 4 sectors per load request.
@@ -345,6 +345,15 @@ TEST(SimProfile, NaiveAttentionWritesSAndRewritesItAsP) {
   const json& softmax = kernel(r["kernels"], "softmax_rows");
   EXPECT_EQ(m(softmax, kStSec), s_bytes / 32 + 2 * 128) << "P over S, and one sector per row's LSE";
   EXPECT_EQ(m(kernel(r["kernels"], "pv<__half>"), kStSec), 128.0 * 2 * 64 * 2 / 32) << "O once";
+  // The fused rung stores O and the LSE only, reads its padded K tile without bank conflicts, and
+  // moves the fewest bytes through the modelled DRAM where the naive one moves about twice.
+  const json f = rung(p, "cuda_fused_tiled");
+  EXPECT_TRUE(f["checked"].get<bool>()) << f["check_failure"];
+  EXPECT_EQ(sum(f, kStSec), 128.0 * 2 * 64 * 2 / 32 + 2 * 128) << "O, and one sector per row's LSE: no S";
+  EXPECT_EQ(sum(f, kShLdConf), 0) << "K rows padded to an odd number of words";
+  EXPECT_LT(sum(f, kLdSec) * 10, sum(r, kLdSec)) << "K and V once per 32 queries, not once per query";
+  EXPECT_NEAR(f["model_dram_over_min"].get<double>(), 1.0, 1e-3) << "the fewest bytes, and the 48 of the offsets";
+  EXPECT_GT(r["model_dram_over_min"].get<double>(), 1.9);
 }
 
 TEST(SimProfile, BankSweepStrideKIsAGcdKWayConflict) {

@@ -1,0 +1,59 @@
+// What the attention rungs share: the shape every kernel takes by value, the per-sequence offsets
+// (cu_seqlens) copied into the head of the workspace, and the mask.
+#pragma once
+#include <algorithm>
+#include <vector>
+
+#include "ops/attention/attention.h"
+#include "ops/gpu_rowwise.h"
+#include "ops/gpu_rung.h"
+
+namespace kl::KL_TARGET::attention {
+
+struct Shape {
+  int heads, group, d, dv, causal, window;  // window -1: none
+  float scale;
+  int64_t total_q;
+};
+struct Offsets {
+  const int64_t *q, *kv;  // batch + 1 each: each sequence's first query and first key
+};
+
+inline Shape shape_of(const AttentionParams& p) {
+  return {int(p.heads), int(p.group()), int(p.head_dim), int(p.head_dim_v), p.causal ? 1 : 0, int(p.window), float(p.scale),
+          p.total_q()};
+}
+
+// The keys [first, last) that query i of a sequence of sq queries and sk keys sees (AttentionParams::visible).
+__device__ __forceinline__ void visible(const Shape& m, int64_t sq, int64_t sk, int64_t i, int64_t& first, int64_t& last) {
+  const int64_t at = i + sk - sq;
+  first = 0;
+  last = m.causal && at + 1 < sk ? at + 1 : sk;
+  if (m.window >= 0) {
+    first = at - m.window > 0 ? at - m.window : 0;
+    if (!m.causal && at + m.window + 1 < last) last = at + m.window + 1;
+  }
+  if (last < first) last = first;
+}
+
+// Bytes the offsets take at the workspace's head, rounded to 256 so that what follows is aligned.
+inline size_t offset_bytes(const AttentionParams& p) { return (2 * (size_t(p.batch) + 1) * sizeof(int64_t) + 255) / 256 * 256; }
+
+// Copies q_start and kv_start into the workspace; the device pointers to them.
+inline Offsets upload_offsets(const AttentionParams& p, const Args& a) {
+  std::vector<int64_t> host(p.q_start);
+  host.insert(host.end(), p.kv_start.begin(), p.kv_start.end());
+  int64_t* dev = static_cast<int64_t*>(a.workspace);
+  check_cuda(cudaMemcpyAsync(dev, host.data(), host.size() * sizeof(int64_t), cudaMemcpyHostToDevice,
+                             static_cast<cudaStream_t>(a.stream)),
+             "cudaMemcpyAsync");
+  return {dev, dev + p.batch + 1};
+}
+
+inline int64_t longest_q(const AttentionParams& p) {
+  int64_t n = 0;
+  for (int64_t b = 0; b < p.batch; ++b) n = std::max(n, p.seq_q(b));
+  return n;
+}
+
+}  // namespace kl::KL_TARGET::attention
