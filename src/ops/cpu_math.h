@@ -6,9 +6,11 @@
 #include <immintrin.h>
 #include <type_traits>
 #include <utility>
+#include <vector>
 
 #include "kernelab/dtype.h"
 #include "kernelab/error.h"
+#include "kernelab/tensor.h"
 
 namespace kl::cpu {
 
@@ -36,6 +38,25 @@ template <class Fn> void with_float_type(DType t, Fn&& fn) {
     case DType::bf16: fn(BHalf{}); return;
     default: bad_input("the CPU variants take fp32, fp16 and bf16, not " + std::string(dtype_name(t)));
   }
+}
+
+// A float tensor's (or fp16/bf16 tensor's) elements as floats, in storage order.
+inline std::vector<float> to_floats(const Tensor& t) {
+  std::vector<float> out(static_cast<size_t>(t.numel()));
+  with_float_type(t.dtype(), [&](auto tag) {
+    using T = decltype(tag);
+    const T* p = t.as<T>();
+    for (size_t i = 0; i < out.size(); ++i) out[i] = to_float(p[i]);
+  });
+  return out;
+}
+
+// x . y over n floats, in SIMD lanes of partial sums (another order than one running sum, as a GPU's).
+inline float dot(const float* x, const float* y, int64_t n) {
+  float s = 0;
+#pragma omp simd reduction(+ : s)
+  for (int64_t c = 0; c < n; ++c) s += x[c] * y[c];
+  return s;
 }
 
 // exp(x) for float, branch-free so loops over it vectorise: x = n ln2 + r, |r| <= ln2/2,

@@ -21,17 +21,8 @@ namespace kl {
 
 namespace {
 using cpu::from_float;
-using cpu::to_float;
+using cpu::dot;
 
-std::vector<float> floats(const Tensor& t) {
-  std::vector<float> out(static_cast<size_t>(t.numel()));
-  cpu::with_float_type(t.dtype(), [&](auto tag) {
-    using T = decltype(tag);
-    const T* p = t.as<T>();
-    for (size_t i = 0; i < out.size(); ++i) out[i] = to_float(p[i]);
-  });
-  return out;
-}
 
 void store(Tensor& t, const std::vector<float>& values) {
   cpu::with_float_type(t.dtype(), [&](auto tag) {
@@ -41,20 +32,15 @@ void store(Tensor& t, const std::vector<float>& values) {
   });
 }
 
-float dot(const float* x, const float* y, int64_t n) {
-  float s = 0;
-#pragma omp simd reduction(+ : s)  // lanes of partial sums: another order than one running sum, as a GPU's
-  for (int64_t c = 0; c < n; ++c) s += x[c] * y[c];
-  return s;
-}
 
 // The inputs as floats and the gradients' fp32 accumulators.
 struct Work {
   const AttentionParams& a;
   std::vector<float> q, k, v, o, lse, d_o, dq, dk, dv, row_d;
   Work(const AttentionParams& p, const Args& args)
-      : a(p), q(floats(args.in[0])), k(floats(args.in[1])), v(floats(args.in[2])), o(floats(args.in[3])), lse(floats(args.in[4])),
-        d_o(floats(args.in[5])), dq(q.size(), 0.0f), dk(k.size(), 0.0f), dv(v.size(), 0.0f), row_d(lse.size(), 0.0f) {}
+      : a(p), q(cpu::to_floats(args.in[0])), k(cpu::to_floats(args.in[1])), v(cpu::to_floats(args.in[2])),
+        o(cpu::to_floats(args.in[3])), lse(cpu::to_floats(args.in[4])), d_o(cpu::to_floats(args.in[5])), dq(q.size(), 0.0f),
+        dk(k.size(), 0.0f), dv(v.size(), 0.0f), row_d(lse.size(), 0.0f) {}
   // P_ij of query token tq (head h) and key token tk (kv head g), given S_ij unscaled.
   float p(int64_t h, int64_t tq, float s) const { return std::exp(float(a.scale) * s - lse[size_t(h * a.total_q() + tq)]); }
   float d(int64_t h, int64_t tq) const { return row_d[size_t(h * a.total_q() + tq)]; }

@@ -19,17 +19,8 @@ namespace kl {
 
 namespace {
 using cpu::from_float;
-using cpu::to_float;
+using cpu::dot;
 
-std::vector<float> floats(const Tensor& t) {
-  std::vector<float> out(size_t(t.numel()));
-  cpu::with_float_type(t.dtype(), [&](auto tag) {
-    using T = decltype(tag);
-    const T* p = t.as<T>();
-    for (size_t i = 0; i < out.size(); ++i) out[i] = to_float(p[i]);
-  });
-  return out;
-}
 
 // Writes O (in the output's dtype) and the LSE of one query row.
 struct Outputs {
@@ -46,15 +37,9 @@ struct Outputs {
   }
 };
 
-float dot(const float* x, const float* y, int64_t n) {
-  float s = 0;
-#pragma omp simd reduction(+ : s)  // lanes of partial sums: another order than one running sum, as a GPU's
-  for (int64_t c = 0; c < n; ++c) s += x[c] * y[c];
-  return s;
-}
 
 void naive(const AttentionParams& a, const Args& args) {
-  const std::vector<float> q = floats(args.in[0]), k = floats(args.in[1]), v = floats(args.in[2]);
+  const std::vector<float> q = cpu::to_floats(args.in[0]), k = cpu::to_floats(args.in[1]), v = cpu::to_floats(args.in[2]);
   const Outputs out{a, args.out[0], args.out[1].as<float>()};
   const float scale = float(a.scale);
 #pragma omp parallel for collapse(2) schedule(dynamic)
@@ -98,7 +83,7 @@ void naive(const AttentionParams& a, const Args& args) {
 constexpr int64_t kTileQ = 32, kTileK = 64;
 
 void tiled(const AttentionParams& a, const Args& args) {
-  const std::vector<float> q = floats(args.in[0]), k = floats(args.in[1]), v = floats(args.in[2]);
+  const std::vector<float> q = cpu::to_floats(args.in[0]), k = cpu::to_floats(args.in[1]), v = cpu::to_floats(args.in[2]);
   const Outputs out{a, args.out[0], args.out[1].as<float>()};
   const float scale = float(a.scale);
   struct Task {
