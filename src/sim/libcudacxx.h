@@ -42,19 +42,13 @@ void check_copy(const void* dst, const void* src, Size size, const char* what, c
                   site);
 }
 
-// A copy whose completion the mbarrier `bar` tracks: expected in its current phase (when
-// `expect`), landed (and its bytes completed) when a thread waits on `bar`.
-inline void copy_into_barrier(void* dst, const void* src, ::std::size_t bytes, void* bar, bool expect, const char* what,
+// A copy whose completion the mbarrier `bar` tracks: expected in its current phase (when `expect`),
+// landed as the TMA twin's bulk copies land.
+inline void copy_into_barrier(void* dst, const void* src, std::size_t bytes, void* bar, bool expect, const char* what,
                               const Site& site) {
-  hopper::mbar_checked(bar, what, site);
   if (bytes == 0) return;
-  if (expect) hopper::mbar_expect_tx(bar, unsigned(bytes), site);
-  kl::sim::detail::profile_bulk(src, bytes, false, true);  // libcu++ on sm_90: cp.async.bulk
-  ::std::memset(dst, 0xff, bytes);
-  kl::sim::detail::bulk_async(bar, [dst, src, bytes, bar] {
-    ::std::memcpy(dst, src, bytes);
-    hopper::mbar_complete_tx(bar, unsigned(bytes));
-  });
+  if (expect) hopper::mbar_expect_tx(bar, unsigned(bytes), site);  // libcu++ on sm_90: cp.async.bulk with expect_tx
+  hopper::bulk_load(dst, src, bytes, bar, what, site);
 }
 
 }  // namespace kl::sim::libcudacxx

@@ -55,5 +55,10 @@ inline int64_t longest_q(const AttentionParams& p) {
   for (int64_t b = 0; b < p.batch; ++b) n = std::max(n, p.seq_q(b));
   return n;
 }
+inline int64_t longest_kv(const AttentionParams& p) {
+  int64_t n = 0;
+  for (int64_t b = 0; b < p.batch; ++b) n = std::max(n, p.seq_kv(b));
+  return n;
+}
 
 }  // namespace kl::KL_TARGET::attention

@@ -88,9 +88,7 @@ template <class E> void run(const AttentionParams& p, const Args& a) {
   check_cuda(cudaMemcpyAsync(s_start, first.data(), first.size() * sizeof(int64_t), cudaMemcpyHostToDevice, stream), "cudaMemcpyAsync");
   float* s = reinterpret_cast<float*>(after + start_bytes(p));
   const Shape m = attention::shape_of(p);
-  int64_t max_kv = 0;
-  for (int64_t b = 0; b < p.batch; ++b) max_kv = std::max(max_kv, p.seq_kv(b));
-  const int64_t max_q = attention::longest_q(p);
+  const int64_t max_q = attention::longest_q(p), max_kv = attention::longest_kv(p);
   const unsigned bh = unsigned(p.batch * p.heads);
   KL_LAUNCH(scores<E>, dim3(unsigned((max_kv + kTile - 1) / kTile), unsigned((max_q + kTile - 1) / kTile), bh), dim3(kTile, kTile), 0,
             stream, static_cast<const E*>(a.in[0].data()), static_cast<const E*>(a.in[1].data()), s, m, o, s_start);
