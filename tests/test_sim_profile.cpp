@@ -354,6 +354,18 @@ TEST(SimProfile, NaiveAttentionWritesSAndRewritesItAsP) {
   EXPECT_LT(sum(f, kLdSec) * 10, sum(r, kLdSec)) << "K and V once per 32 queries, not once per query";
   EXPECT_NEAR(f["model_dram_over_min"].get<double>(), 1.0, 1e-3) << "the fewest bytes, and the 48 of the offsets";
   EXPECT_GT(r["model_dram_over_min"].get<double>(), 1.9);
+  // FlashAttention-2 on tensor cores: both products on mma.sync (4 b h s^2 d FLOPs, 4096 per
+  // m16n8k16), every fragment by ldmatrix from the swizzled tiles without a bank conflict, K and V
+  // (and Q) by cp.async, O staged in shared memory and stored as whole 16-byte chunks (16 sectors a warp).
+  const json t = rung(p, "cuda_flash2_mma");
+  EXPECT_TRUE(t["checked"].get<bool>()) << t["check_failure"];
+  const double flops = 4.0 * 2 * 128 * 128 * 64;
+  EXPECT_EQ(sum(t, "sm__inst_executed_pipe_tensor_op_hmma.sum"), flops / 4096);
+  EXPECT_EQ(sum(t, "sim__ldsm_bank_conflicts.sum"), 0);
+  EXPECT_EQ(sum(t, kShStConf), 0) << "O fragments into swizzled rows";
+  EXPECT_EQ(sum(t, "sim__ldgsts_bytes.sum"), (128.0 * 2 * 64 * 2) * (1 + 2 * 2)) << "Q once, K and V once per 64 queries: twice at s 128";
+  EXPECT_EQ(sum(t, kStSec), 128.0 * 2 * 64 * 2 / 32 + 2 * 128 / 8) << "O, and the LSE of 8 rows a sector";
+  EXPECT_NEAR(t["model_dram_over_min"].get<double>(), 1.0, 1e-3);
 }
 
 TEST(SimProfile, BankSweepStrideKIsAGcdKWayConflict) {
