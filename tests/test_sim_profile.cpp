@@ -368,6 +368,28 @@ TEST(SimProfile, NaiveAttentionWritesSAndRewritesItAsP) {
   EXPECT_NEAR(t["model_dram_over_min"].get<double>(), 1.0, 1e-3);
 }
 
+// The naive backward writes P and dS (2 x 128 x 128 floats each at b 1, h 2, s 128); FlashAttention-2's
+// recomputes them on chip. Its dQ by atomics costs an fp32 copy of dQ written and read back (and
+// one request per warp, 4 query rows x 8 columns, per query tile each key tile sees); the
+// deterministic pass has no atomics and moves the fewest bytes.
+TEST(SimProfile, AttentionBackwardRecomputesPAndPaysForAtomicDq) {
+  const std::string shape = "attention_bwd --dtype fp16 --batch 1 --seq-q 128 --seq-kv 128 --heads 2 --kv-heads 2 --head-dim 64";
+  const json atomic = profile(shape + " --deterministic 0"), fixed = profile(shape + " --deterministic 1");
+  const json naive = rung(atomic, "cuda_naive");
+  EXPECT_TRUE(naive["checked"].get<bool>()) << naive["check_failure"];
+  EXPECT_EQ(m(kernel(naive["kernels"], "probs<__half>"), kStSec), 2 * 2.0 * 128 * 128 * 4 / 32) << "P and dS";
+  const double dq_fp32 = 128.0 * 2 * 64 * 4;
+  const json a = rung(atomic, "cuda_flash2"), d = rung(fixed, "cuda_flash2");
+  EXPECT_TRUE(a["checked"].get<bool>()) << a["check_failure"];
+  EXPECT_TRUE(d["checked"].get<bool>()) << d["check_failure"];
+  EXPECT_EQ(sum(a, kAtomReq), (128 / 32) * 2 * (128 / 32) * 8 * 8) << "key tiles x heads x query tiles x warps x 8 columns each";
+  EXPECT_EQ(sum(d, kAtomReq), 0);
+  EXPECT_NEAR(d["model_dram_over_min"].get<double>(), 1.0, 0.01);
+  EXPECT_NEAR(a["model_dram_bytes"].get<double>() - d["model_dram_bytes"].get<double>(), 2 * dq_fp32, 0.02 * dq_fp32)
+      << "the fp32 dQ written by the atomics, read by dq_convert";
+  EXPECT_GT(naive["model_dram_over_min"].get<double>(), 1.9);
+}
+
 TEST(SimProfile, BankSweepStrideKIsAGcdKWayConflict) {
   for (int stride : {1, 2, 3, 4, 8, 32}) {
     const json r = rung(profile("exp_smem_banks --blocks 1 --stride " + std::to_string(stride) + " --reps 4"), "cuda");

@@ -28,6 +28,7 @@ struct AttentionParams {
   double scale = 0;
   bool causal = false;
   int64_t window = -1;  // -1: no window
+  bool deterministic = false;  // attention_bwd's CUDA rungs: no atomics
   DType dtype = DType::f16;
 
   int64_t total_q() const { return q_start.back(); }

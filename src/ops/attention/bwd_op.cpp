@@ -99,7 +99,11 @@ Op make_attention_bwd_op() {
   op.dtypes = {DType::f32, DType::f16, DType::bf16};
   op.derive = attention_derive;
   op.validate = attention_validate;
-  op.parse = [](const Problem& p) -> std::any { return attention_params(p); };
+  op.parse = [](const Problem& p) -> std::any {
+    AttentionParams a = attention_params(p);
+    a.deterministic = p.opt_flag("deterministic");
+    return a;
+  };
   op.cost = [](const Problem& p) {
     const AttentionParams a = attention_params(p);
     double flops = 0;
@@ -142,6 +146,11 @@ Op make_attention_bwd_op() {
   op.report_cases = [](const Op& self) {
     const std::map<std::string, int64_t> d = {{"batch", 1}, {"seq_q", 1024}, {"seq_kv", 1024}, {"heads", 8}, {"kv_heads", 8}, {"head_dim", 128}};
     return std::vector<Problem>{make_problem(self, DType::bf16, d, {{"causal", "1"}})};
+  };
+  // As the forward's: P and dS (2 x 128 x 128 floats each) against the flash rungs' nothing.
+  op.profile_cases = [](const Op& self) {
+    return std::vector<Problem>{make_problem(
+        self, DType::f16, {{"batch", 1}, {"seq_q", 128}, {"seq_kv", 128}, {"heads", 2}, {"kv_heads", 2}, {"head_dim", 64}})};
   };
   op.tolerance = [](const Problem& p) { return default_tolerance(p.dtype); };
   // Over each whole gradient, as FlashAttention's tests compare them: a row of dQ cancels (the dS of

@@ -36,6 +36,28 @@ __device__ __forceinline__ void visible(const Shape& m, int64_t sq, int64_t sk, 
   if (last < first) last = first;
 }
 
+// The queries [lo, hi) of a sequence that see some key of [j0, j1). A query's first and last keys
+// never decrease with its position, so the queries form one range, found by bisection.
+__device__ __forceinline__ void queries_seeing(const Shape& m, int64_t sq, int64_t sk, int64_t j0, int64_t j1, int64_t& lo, int64_t& hi) {
+  int64_t a = 0, b = sq;  // lo: the first query whose last key is past j0 (a query that sees none may fall inside)
+  while (a < b) {
+    const int64_t mid = (a + b) / 2;
+    int64_t first, last;
+    visible(m, sq, sk, mid, first, last);
+    if (last > j0) b = mid;
+    else a = mid + 1;
+  }
+  lo = a, b = sq;  // hi: past the last query whose first key is before j1
+  while (a < b) {
+    const int64_t mid = (a + b) / 2;
+    int64_t first, last;
+    visible(m, sq, sk, mid, first, last);
+    if (first < j1) a = mid + 1;
+    else b = mid;
+  }
+  hi = a;
+}
+
 // Bytes the offsets take at the workspace's head, rounded to 256 so that what follows is aligned.
 inline size_t offset_bytes(const AttentionParams& p) { return (2 * (size_t(p.batch) + 1) * sizeof(int64_t) + 255) / 256 * 256; }
 
