@@ -103,6 +103,9 @@ if [ "$gpu" = 1 ]; then
   done
   step "gemm ladder: square and LLM shapes, every rung as % of cuBLAS(Lt)"
   bash scripts/gemm-bench.sh "$kl" "$OUT/gemm" "${KERNELAB_GEMM_BUDGET_S:-150}" || status+=("gemm bench failed")
+  step "attention ladder: FlashAttention's shapes, Llama-3 GQA, decode; % of cuDNN and of the copy bandwidth"
+  bash scripts/attention-bench.sh "$kl" "$OUT/attention" "${KERNELAB_ATTENTION_BUDGET_S:-150}" "$OUT/probe.json" ||
+    status+=("attention bench failed")
   step "a CUPTI trace of one ladder, analysed"
   "$kl" bench softmax --backend cuda --rows 4096 --cols 4096 --max-seconds 0.1 --trace "$OUT/trace.json" >/dev/null &&
     "$kl" trace analyze "$OUT/trace.json" --json > "$OUT/trace-analysis.json" || status+=("trace failed")

@@ -119,7 +119,7 @@ TEST(Cli, ListJsonHasEveryOpAndVariant) {
       EXPECT_FALSE(v.at("note").get<std::string>().empty());
     }
   }
-  EXPECT_EQ(names, (std::vector<std::string>{"gemm", "attention", "attention_bwd", "softmax", "layernorm", "rmsnorm", "transpose", "reduce", "bias_gelu",
+  EXPECT_EQ(names, (std::vector<std::string>{"gemm", "attention", "attention_bwd", "decode", "softmax", "layernorm", "rmsnorm", "transpose", "reduce", "bias_gelu",
                                              "exp_stride", "exp_occupancy", "exp_smem_banks", "exp_divergence", "exp_launch",
                                              "exp_cache_bandwidth", "exp_cache_latency"}));
 

@@ -500,16 +500,16 @@ TEST(DtypeInt, Int4Packing) {
 TEST(DtypeNames, RoundTripAliasesUnknown) {
   const auto& all = kl::all_dtypes();
   const std::vector<DType> want = {DType::f64, DType::f32, DType::f16, DType::bf16,
-                                   DType::e4m3, DType::e5m2, DType::i8, DType::i4};
+                                   DType::e4m3, DType::e5m2, DType::i8, DType::i4, DType::i32};
   EXPECT_EQ(all, want);
-  const std::vector<std::string> names = {"fp64", "fp32", "fp16", "bf16", "fp8e4m3", "fp8e5m2", "int8", "int4"};
+  const std::vector<std::string> names = {"fp64", "fp32", "fp16", "bf16", "fp8e4m3", "fp8e5m2", "int8", "int4", "int32"};
   std::set<std::string> seen;
   for (size_t k = 0; k < all.size(); ++k) {
     EXPECT_EQ(kl::dtype_name(all[k]), names[k]);
     EXPECT_EQ(kl::parse_dtype(kl::dtype_name(all[k])), all[k]);
     seen.insert(std::string(kl::dtype_name(all[k])));
   }
-  EXPECT_EQ(seen.size(), 8u);
+  EXPECT_EQ(seen.size(), 9u);
   const std::vector<std::pair<std::string, DType>> aliases = {
       {"float64", DType::f64}, {"double", DType::f64},    {"f64", DType::f64},      {"float32", DType::f32},
       {"float", DType::f32},   {"f32", DType::f32},       {"float16", DType::f16},  {"half", DType::f16},

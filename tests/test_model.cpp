@@ -1,5 +1,7 @@
 // The analytic cost models against hand-computed cases (the arithmetic is in the comments), then
 // the must-show cases on the hardware database's ceilings.
+#include <fmt/format.h>
+#include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
 #include <cmath>
@@ -13,6 +15,7 @@
 namespace {
 
 using namespace kl::model;
+using ::testing::HasSubstr;
 
 // Relative comparison for the large counts and the times.
 #define EXPECT_REL(a, b) EXPECT_NEAR((a), (b), 1e-9 * std::abs(b))
@@ -259,6 +262,33 @@ TEST(Analyze, AttentionPeakMemoryNaiveAgainstFlash) {
   EXPECT_EQ(kl::model::attention_peak_bytes(s, 2, true, Schedule::naive), 4.0 * (33554432 + 8388608) * 2 + 3.0 * 2147483648 * 2);
   EXPECT_EQ(kl::model::attention_peak_bytes(s, 2, true, Schedule::flash),
             4.0 * (33554432 + 8388608) * 2 + 4.0 * 32 * 8192 + 4.0 * 33554432);
+}
+
+// explain's attention story: the tensor-core rung's tile (80 KiB at d 128: Q 16 + 2 x (K + V) 32),
+// and the backward's recomputation of P (the forward's QK^T, a fifth of the backward's FLOPs at
+// s_q = s_kv) against P written and read (2 B*H*Sq*Sk*e bytes).
+TEST(Explain, AttentionTilesAndRecomputation) {
+  const std::map<std::string, int64_t> dims = {{"batch", 1}, {"heads", 32}, {"kv_heads", 8}, {"seq_q", 8192}, {"seq_kv", 8192}, {"head_dim", 128}};
+  const std::string fwd = explain(request("attention", "h200", dims), nullptr);
+  EXPECT_THAT(fwd, HasSubstr("Q 16 KiB + 2 stages x (K + V) 32 KiB = 80 KiB per block"));
+  EXPECT_THAT(fwd, HasSubstr("64 fp32 registers"));
+  const std::string bwd = explain(request("attention", "h200", dims, {"backward"}), nullptr);
+  EXPECT_THAT(bwd, HasSubstr("(20% of its"));
+  EXPECT_THAT(bwd, HasSubstr("writing and reading " + fmt::format("{:.4g}", 2.0 * 32 * 8192 * 8192 * 2) + " B"));
+}
+
+// explain decode: at 32k tokens on an H200 the cache read sets the time (8 FLOP/B at group 8, bf16),
+// and one block per kv head leaves most SMs idle: split-KV cuts the context into whole tiles.
+TEST(Explain, DecodeIsTheCacheReadAndWhySplitKv) {
+  const Analysis a = analyze(request("decode", "h200", {{"batch", 1}, {"seq_kv", 32768}, {"heads", 64}, {"kv_heads", 8}}));
+  EXPECT_EQ(a.roof.bound(), "memory");
+  const double cache = 32768.0 * 8 * 256 * 2;
+  EXPECT_GT(a.roof.bytes, cache);
+  EXPECT_LT(a.roof.bytes, 1.01 * cache);
+  const std::string text = explain(request("decode", "h200", {{"batch", 1}, {"seq_kv", 32768}, {"heads", 64}, {"kv_heads", 8}}), nullptr);
+  EXPECT_THAT(text, HasSubstr("at most 8 FLOP/B"));
+  EXPECT_THAT(text, HasSubstr("8 blocks for 132 SMs"));
+  EXPECT_THAT(text, HasSubstr("into 32 ranges of 1024 (256 blocks)"));
 }
 
 TEST(Analyze, QuantizedGemmForms) {

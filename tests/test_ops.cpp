@@ -31,7 +31,7 @@ using kl::Tensor;
 using kl::Variant;
 using ::testing::HasSubstr;
 
-const std::vector<std::string> kOps = {"gemm",          "attention",      "attention_bwd",  "softmax",        "layernorm",      "rmsnorm",
+const std::vector<std::string> kOps = {"gemm",          "attention",      "attention_bwd",  "decode", "softmax",        "layernorm",      "rmsnorm",
                                        "transpose",     "reduce",         "bias_gelu",      "exp_stride",
                                        "exp_occupancy", "exp_smem_banks", "exp_divergence", "exp_launch",
                                        "exp_cache_bandwidth", "exp_cache_latency"};

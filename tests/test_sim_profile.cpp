@@ -390,6 +390,26 @@ TEST(SimProfile, AttentionBackwardRecomputesPAndPaysForAtomicDq) {
   EXPECT_GT(naive["model_dram_over_min"].get<double>(), 1.9);
 }
 
+// Decode over a paged cache (b 1, 8 query heads on one kv head, 1024 tokens in 16-token pages):
+// the group's 8 heads share one read of K and V (8192 sectors, not 8 x 8192) and the paged rung
+// sits at the fewest bytes; four splits add only their fp32 partial O and LSE, which the L2
+// holds for the merge (written back once, never read from DRAM).
+TEST(SimProfile, DecodeReadsTheCacheOnceForTheGroupAndSplitsCostTheirPartials) {
+  const json p = profile("decode --dtype fp16 --batch 1 --seq-q 1 --seq-kv 1024 --heads 8 --kv-heads 1 --head-dim 64 --page-size 16 --splits 4");
+  const json one = rung(p, "cuda_paged"), split = rung(p, "cuda_split_kv");
+  EXPECT_TRUE(one["checked"].get<bool>()) << one["check_failure"];
+  EXPECT_TRUE(split["checked"].get<bool>()) << split["check_failure"];
+  const double kv_sectors = 2.0 * 1024 * 64 * 2 / 32;
+  const json& attend = kernel(one["kernels"], "attend<__half>");
+  EXPECT_EQ(attend["blocks_total"], 1);
+  EXPECT_GE(m(attend, kLdSec), kv_sectors);
+  EXPECT_LT(m(attend, kLdSec), 1.1 * kv_sectors) << "K and V once for the 8 query heads";
+  EXPECT_NEAR(one["model_dram_over_min"].get<double>(), 1.0, 1e-3);
+  EXPECT_EQ(kernel(split["kernels"], "attend<__half>")["blocks_total"], 4);
+  EXPECT_NEAR(split["model_dram_bytes"].get<double>() - one["model_dram_bytes"].get<double>(), 4.0 * 8 * (64 + 1) * 4, 64)
+      << "each split's O and LSE in fp32, written back once";
+}
+
 TEST(SimProfile, BankSweepStrideKIsAGcdKWayConflict) {
   for (int stride : {1, 2, 3, 4, 8, 32}) {
     const json r = rung(profile("exp_smem_banks --blocks 1 --stride " + std::to_string(stride) + " --reps 4"), "cuda");

@@ -10,7 +10,8 @@
 
 namespace kl {
 
-enum class DType : uint8_t { f64, f32, f16, bf16, e4m3, e5m2, i8, i4 };
+// i32 is an index type (a paged KV cache's block table), not a number format of the kernels.
+enum class DType : uint8_t { f64, f32, f16, bf16, e4m3, e5m2, i8, i4, i32 };
 
 std::string_view dtype_name(DType t);                        // "fp32", "bf16", "fp8e4m3", "int4", ...
 std::optional<DType> parse_dtype(std::string_view s);        // accepts the names and common aliases

@@ -19,7 +19,9 @@
 //    stay NaN under both modes.
 #include "kernelab/dtype.h"
 
+#include <algorithm>
 #include <cctype>
+#include <cmath>
 #include <cstring>
 
 namespace kl {
@@ -36,6 +38,7 @@ std::string_view dtype_name(DType t) {
     case DType::e5m2: return "fp8e5m2";
     case DType::i8: return "int8";
     case DType::i4: return "int4";
+    case DType::i32: return "int32";
   }
   return "unknown";
 }
@@ -54,6 +57,7 @@ std::optional<DType> parse_dtype(std::string_view s) {
       {"e4m3", DType::e4m3},     {"fp8_e4m3", DType::e4m3}, {"fp8e5m2", DType::e5m2},
       {"e5m2", DType::e5m2},     {"fp8_e5m2", DType::e5m2}, {"int8", DType::i8},
       {"i8", DType::i8},         {"int4", DType::i4},       {"i4", DType::i4},
+      {"int32", DType::i32},     {"i32", DType::i32},
   };
   auto lower = [](char c) { return static_cast<char>(std::tolower(static_cast<unsigned char>(c))); };
   for (const Alias& a : aliases) {
@@ -67,14 +71,15 @@ std::optional<DType> parse_dtype(std::string_view s) {
 
 const std::vector<DType>& all_dtypes() {
   static const std::vector<DType> all = {DType::f64,  DType::f32,  DType::f16, DType::bf16,
-                                         DType::e4m3, DType::e5m2, DType::i8,  DType::i4};
+                                         DType::e4m3, DType::e5m2, DType::i8,  DType::i4, DType::i32};
   return all;
 }
 
 int dtype_bits(DType t) {
   switch (t) {
     case DType::f64: return 64;
-    case DType::f32: return 32;
+    case DType::f32:
+    case DType::i32: return 32;
     case DType::f16:
     case DType::bf16: return 16;
     case DType::e4m3:
@@ -90,7 +95,7 @@ int64_t dtype_storage_bytes(DType t, int64_t count) {
   return count * (dtype_bits(t) / 8);
 }
 
-bool dtype_is_float(DType t) { return t != DType::i8 && t != DType::i4; }
+bool dtype_is_float(DType t) { return t != DType::i8 && t != DType::i4 && t != DType::i32; }
 
 double dtype_epsilon(DType t) {
   switch (t) {
@@ -101,7 +106,8 @@ double dtype_epsilon(DType t) {
     case DType::e4m3: return 0x1p-4;
     case DType::e5m2: return 0x1p-3;
     case DType::i8:
-    case DType::i4: return 0.0;
+    case DType::i4:
+    case DType::i32: return 0.0;
   }
   return 0.0;
 }
@@ -311,6 +317,7 @@ double load_as_double(DType t, const void* base, int64_t i) {
     case DType::e5m2: return e5m2_to_float(static_cast<const uint8_t*>(base)[i]);
     case DType::i8: return static_cast<const int8_t*>(base)[i];
     case DType::i4: return i4_get(static_cast<const uint8_t*>(base), i);
+    case DType::i32: return static_cast<const int32_t*>(base)[i];
   }
   return 0.0;
 }
@@ -325,6 +332,7 @@ void store_from_double(DType t, void* base, int64_t i, double v) {
     case DType::e5m2: static_cast<uint8_t*>(base)[i] = double_to_e5m2(v, Fp8Saturation::satfinite); return;
     case DType::i8: static_cast<int8_t*>(base)[i] = double_to_i8(v); return;
     case DType::i4: i4_set(static_cast<uint8_t*>(base), i, double_to_i4(v)); return;
+    case DType::i32: static_cast<int32_t*>(base)[i] = static_cast<int32_t>(std::clamp(std::nearbyint(v), -2147483648.0, 2147483647.0)); return;
   }
 }
 

@@ -129,7 +129,8 @@ void Tensor::poison() {
     case DType::e4m3: fill_bytes(0x7F); return;  // NaN
     case DType::e5m2: fill_bytes(0x7F); return;  // NaN
     case DType::i8:
-    case DType::i4: fill_bytes(0x5A); return;    // an unlikely pattern
+    case DType::i4:
+    case DType::i32: fill_bytes(0x5A); return;    // an unlikely pattern
   }
 }
 

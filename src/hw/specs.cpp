@@ -161,6 +161,7 @@ std::optional<std::string> peak_key(std::string_view dtype) {
     case DType::e5m2: return "fp8";
     case DType::i8: return "int8";
     case DType::i4: return std::nullopt;  // no datasheet lists int4 for every part
+    case DType::i32: return std::nullopt;  // an index type
   }
   return std::nullopt;
 }

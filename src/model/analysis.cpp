@@ -122,6 +122,7 @@ std::vector<AnalyticOp> make_table() {
       op.analyze = gemm_analysis;
       op.story = gemm_story;
     }
+    if (r.name == "decode") op.story = decode_story;
     ops.push_back(std::move(op));
   }
   ops.push_back({"attention",

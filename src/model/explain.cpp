@@ -2,6 +2,9 @@
 // models and the GPU's ceilings, each ceiling with its source.
 #include "model/explain.h"
 
+#include <algorithm>
+#include <cmath>
+
 #include <fmt/format.h>
 
 #include "kernelab/error.h"
@@ -144,7 +147,31 @@ std::string attention_story(const Request& req, const Analysis& a) {
                    peak_naive > capacity ? fmt::format(": the naive schedule does not fit in the {}'s {} GB", a.gpu_name,
                                                        num(capacity / 1e9))
                                          : "");
-  if (backward || flash.compute_bound) return s;
+  const double d = static_cast<double>(sh.head_dim);
+  if (backward) {
+    // What recomputing P costs against storing it: the forward's Q K^T again, or P written and read.
+    const double recompute = attention_flops(sh, false) / 2, p_bytes = 2 * scores * e;
+    s += fmt::format("  recompute    the backward rebuilds S = Q K^T and P = exp(S - LSE) on chip: {} more FLOPs ({:.0f}% of "
+                     "its {}), {} at the {} TFLOP/s peak; keeping P from the forward instead means writing and reading {} B ({} "
+                     "at {}) and holding {} GB: recomputing is {}x faster\n",
+                     num(recompute), 100 * recompute / flash.flops, num(flash.flops), secs(recompute / a.peak.value),
+                     num(a.peak.value / 1e12), num(p_bytes), secs(p_bytes / a.bandwidth.value), gbps(a.bandwidth.value),
+                     num(scores * e / 1e9), num((p_bytes / a.bandwidth.value) / (recompute / a.peak.value)));
+    return s;
+  }
+  // The tensor-core rung's tile (src/ops/attention/cuda/v03_flash2_mma.cu; fp16/bf16 tiles).
+  const double keys = sh.head_dim > 128 ? 32 : 64, q_tiles = std::ceil(static_cast<double>(sh.seq_q) / 64);
+  const double kv_once = 2.0 * static_cast<double>(sh.batch * sh.kv_heads * sh.seq_kv) * d * e;
+  s += fmt::format("  tiles        cuda_flash2_mma: 64 queries (16 per warp) x {} keys a step; shared memory Q {} KiB + 2 stages x "
+                   "(K + V) {} KiB = {} KiB per block (cp.async fills one stage while the other is multiplied). A lane holds "
+                   "its 16 rows' O in 16 x d / 32 = {} fp32 registers beside S's {}: past d = 128 the key tile halves so "
+                   "that both fit in 255. K and V are read once per 64 queries of a head: {} x {} B = {} B from L2 for "
+                   "the {} B in HBM\n",
+                   num(keys), num(64 * d * 2 / 1024), num(2 * keys * d * 2 / 1024), num((64 * d + 4 * keys * d) * 2 / 1024),
+                   num(d / 2), num(keys / 2), num(q_tiles * static_cast<double>(sh.heads) / static_cast<double>(sh.kv_heads)),
+                   num(kv_once), num(q_tiles * static_cast<double>(sh.heads) / static_cast<double>(sh.kv_heads) * kv_once),
+                   num(kv_once));
+  if (flash.compute_bound) return s;
   const double kv_bytes = 2.0 * static_cast<double>(sh.batch) * static_cast<double>(sh.kv_heads) *
                           static_cast<double>(sh.seq_kv) * static_cast<double>(sh.head_dim) * e;
   const double per_kv = 2.0 * static_cast<double>(sh.heads) * static_cast<double>(sh.seq_q) / static_cast<double>(sh.kv_heads);
@@ -157,6 +184,36 @@ std::string attention_story(const Request& req, const Analysis& a) {
                    sh.seq_q, num(decode_intensity_limit(sh, e)), num(flash.ridge / flash.intensity), num(flash.ridge),
                    secs(flash.t_memory_s), gbps(a.bandwidth.value),
                    num(flash.ridge * e * static_cast<double>(sh.kv_heads) / (2.0 * static_cast<double>(sh.heads))));
+  return s;
+}
+
+std::string decode_story(const Request& req, const Analysis& a) {
+  std::string s = roof_story(req, a);
+  const Roofline& r = a.roof;
+  const auto dim = [&](const std::string& name, int64_t fallback) {  // the request's, else the op's default
+    for (const DimSpec& x : find_op("decode").dims)
+      if (x.name == name) fallback = x.default_value;
+    return static_cast<double>(req.dim(name, fallback));
+  };
+  const double batch = dim("batch", 0), new_tokens = dim("seq_q", 0), context = dim("seq_kv", 0), heads = dim("heads", 0);
+  const double kv_heads = dim("kv_heads", 0), d = dim("head_dim", 0), dv = req.dims.count("head_dim_v") ? dim("head_dim_v", 0) : d;
+  const double e = parse_format(a.dtype).bytes, kv = batch * context * kv_heads * (d + dv) * e;
+  const double limit = 2 * new_tokens * heads / kv_heads / e;
+  s += fmt::format("  why memory   the cache's K and V are {} of the {} bytes ({:.1f}%); each element feeds 2 s_q h/h_kv = {} "
+                   "FLOPs (the group's query heads and new tokens share it), so the intensity is at most {} FLOP/B, {}x below "
+                   "the ridge: the time is the cache read, {} at {}\n",
+                   num(kv), num(r.bytes), 100 * kv / r.bytes, num(2 * new_tokens * heads / kv_heads), num(limit),
+                   num(r.ridge / limit), secs(r.t_memory_s), gbps(a.bandwidth.value));
+  const double sms = find_gpu(a.gpu).sm_count.value, blocks = batch * kv_heads;
+  // cuda_split_kv's choice (v21_decode_split_kv.cu): two blocks per SM, 128 keys at least, whole 32-key tiles.
+  const double wanted = std::max(1.0, std::min(std::ceil(2 * sms / blocks), std::floor(context / 128)));
+  const double keys = std::ceil(std::ceil(context / wanted) / 32) * 32, splits = std::ceil(context / keys);
+  const double merge = 2 * splits * batch * new_tokens * heads * (dv + 1) * 4;
+  s += fmt::format("  split-KV     one block per (sequence, kv head) is {} blocks for {} SMs{}; cuda_split_kv cuts the {} keys "
+                   "into {} ranges of {} ({} blocks), and merging their fp32 outputs by their LSE moves {} B more ({:.2f}% of "
+                   "the cache read)\n",
+                   num(blocks), num(sms), blocks < sms ? fmt::format(": {:.0f}% of the SMs have loads in flight", 100 * blocks / sms) : "",
+                   num(context), num(splits), num(keys), num(blocks * splits), num(merge), 100 * merge / kv);
   return s;
 }
 

@@ -20,6 +20,7 @@ std::string roof_story(const Request& req, const Analysis& a);
 // The op-specific stories (analysis.cpp wires them into the op table).
 std::string gemm_story(const Request& req, const Analysis& a);       // quantization pays below m*
 std::string attention_story(const Request& req, const Analysis& a);  // flash vs naive; why decode is memory-bound
+std::string decode_story(const Request& req, const Analysis& a);     // the cache read; why split-KV
 std::string collective_story(const Request& req, const Analysis& a); // algbw vs busbw
 
 }  // namespace kl::model

@@ -6,6 +6,7 @@ namespace kl {
 Op make_gemm_op();
 Op make_attention_op();
 Op make_attention_bwd_op();
+Op make_decode_op();
 Op make_softmax_op();
 Op make_layernorm_op();
 Op make_rmsnorm_op();
