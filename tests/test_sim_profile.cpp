@@ -329,7 +329,7 @@ TEST(SimProfile, GemmLadderCountsWhatItsNotesClaim) {
   EXPECT_EQ(sum(ws, "sim__tma_st_bytes.sum"), 256.0 * 256 * 2) << "D (bf16) once";
 }
 
-// Naive attention writes S to HBM and rewrites it as P (and the fused rung does not): at b 1, h 2, s 128 that is 2 x 128 x 128
+// Naive attention writes S to HBM and rewrites it as P (and the flash rungs do not): at b 1, h 2, s 128 that is 2 x 128 x 128
 // floats (128 KiB) twice, 4 sectors per 32-float warp store (two 64-byte rows of the 16 x 16 block,
 // from a 256-byte-aligned workspace), before O (fp16) is written once. Each thread reads its own K
 // row element by element: far more than 4 sectors per load request.
@@ -366,6 +366,14 @@ TEST(SimProfile, NaiveAttentionWritesSAndRewritesItAsP) {
   EXPECT_EQ(sum(t, "sim__ldgsts_bytes.sum"), (128.0 * 2 * 64 * 2) * (1 + 2 * 2)) << "Q once, K and V once per 64 queries: twice at s 128";
   EXPECT_EQ(sum(t, kStSec), 128.0 * 2 * 64 * 2 / 32 + 2 * 128 / 8) << "O, and the LSE of 8 rows a sector";
   EXPECT_NEAR(t["model_dram_over_min"].get<double>(), 1.0, 1e-3);
+  // FlashAttention-3 on Hopper: both products on wgmma (m64n64k16, 131072 FLOPs each, counted per
+  // warp: 4 a warpgroup), Q, K and V by TMA once each (a box of Q and two of K and V per block of 128 queries).
+  const json h = rung(p, "cuda_hopper_wgmma");
+  EXPECT_TRUE(h["checked"].get<bool>()) << h["check_failure"];
+  EXPECT_EQ(sum(h, "sm__inst_executed_pipe_tensor_op_gmma.sum"), 4 * flops / 131072);
+  EXPECT_EQ(sum(h, "sim__tma_ld_requests.sum"), 2 * (1 + 2 + 2));
+  EXPECT_EQ(sum(h, "sim__tma_ld_bytes.sum"), 3 * 128.0 * 2 * 64 * 2) << "Q, K and V once";
+  EXPECT_NEAR(h["model_dram_over_min"].get<double>(), 1.0, 1e-3);
 }
 
 // The naive backward writes P and dS (2 x 128 x 128 floats each at b 1, h 2, s 128); FlashAttention-2's

@@ -80,12 +80,13 @@ TEST(SimRun, MisalignedVectorLoadFaults) {
   EXPECT_THAT(r.err, HasSubstr("misaligned.cu:10"));
 }
 
-// wgmma's K-major layouts written by hand (no swizzle, 32-, 64-, 128-byte swizzle) and A from
-// registers, each multiplied exactly.
+// wgmma's K-major layouts written by hand (no swizzle, 32-, 64-, 128-byte swizzle), A from
+// registers, and B MN-major (imm-trans-b), each multiplied exactly.
 TEST(SimRun, WgmmaSharedMemoryLayouts) {
   const SimResult r = sim_run(program("wgmma_layouts.cu"));
   EXPECT_EQ(r.code, 0) << r.err;
-  for (const char* layout : {"no swizzle", "32-byte swizzle", "64-byte swizzle", "128-byte swizzle", "A from registers"})
+  for (const char* layout :
+       {"no swizzle", "32-byte swizzle", "64-byte swizzle", "128-byte swizzle", "A from registers", "A from registers, B MN-major"})
     EXPECT_THAT(r.out, HasSubstr(std::string("wgmma m64n64k16 bf16, ") + layout + ": 0 of 4096 wrong"));
 }
 

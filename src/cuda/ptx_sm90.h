@@ -162,6 +162,19 @@ KL_PTX_FN void tma_load_2d(void* smem_dst, const CUtensorMap* map, int c0, int c
   kl::sim::hopper::tma_load(smem_dst, map, 2, coords, bar, "cp.async.bulk.tensor.2d (load)", kl_site);
 #endif
 }
+// The 3-D form: the box at (c0 inner, c1, c2 outer), e.g. (column, head, token) of a [tokens, heads, d] tensor.
+template <class Guard = void>
+KL_PTX_FN void tma_load_3d(void* smem_dst, const CUtensorMap* map, int c0, int c1, int c2, uint64_t* bar KL_PTX_SITE) {
+  KL_PTX_SM90(asm volatile(
+      "cp.async.bulk.tensor.3d.shared::cluster.global.mbarrier::complete_tx::bytes [%0], [%1, {%2, %3, %4}], [%5];\n" ::"r"(
+          detail::smem_address(smem_dst)),
+      "l"(map), "r"(c0), "r"(c1), "r"(c2), "r"(detail::smem_address(bar))
+      : "memory");)
+#if defined(KL_PTX_TWIN)
+  const int coords[3] = {c0, c1, c2};
+  kl::sim::hopper::tma_load(smem_dst, map, 3, coords, bar, "cp.async.bulk.tensor.3d (load)", kl_site);
+#endif
+}
 // cp.async.bulk.tensor.2d.global.shared::cta.bulk_group: the box in shared memory to (c0, c1) of `map`.
 template <class Guard = void>
 KL_PTX_FN void tma_store_2d(const CUtensorMap* map, int c0, int c1, const void* smem_src KL_PTX_SITE) {
@@ -233,9 +246,25 @@ KL_PTX_FN void wgmma_wait(KL_PTX_SITE_ONLY) {
 #endif
 }
 
+// Pins accumulator registers to this point of the program (an empty asm that reads and writes
+// each): the compiler would otherwise be free to move arithmetic on them across a wgmma.wait_group,
+// whose asm names no register, into the window where the wgmma may still write them (CUTLASS's
+// warpgroup_fence_operand). Place after a wait, on the accumulators the code then touches.
+template <int N> KL_PTX_FN void fence_operands(float (&r)[N]) {
+#if defined(KL_PTX_ASM)
+#pragma unroll
+  for (int i = 0; i < N; ++i) asm volatile("" : "+f"(r[i])::"memory");
+#else
+  (void)r;
+#endif
+}
+
 // wgmma.mma_async.sync.aligned.m64nNk16.f32.{f16,bf16}: D (64 x N, N/2 f32 per thread) += A B
 // (D = A B when scale_d is 0). _ss: A and B from shared memory through descriptors; _rs: A from
-// registers (this thread's mma.sync-style fragment of its warp's 16 rows), B through a descriptor.
+// registers (this thread's mma.sync-style fragment of its warp's 16 rows), B through a descriptor;
+// _rs_mn: B MN-major (imm-trans-b 1: B's N elements contiguous, as a row-major V tile [keys][dv]
+// lies for O += P V). MN-major with a swizzle: rows of the swizzle width along N for one k, 8 such
+// rows (8 k) per atom, atoms SBO apart along K and LBO apart along N.
 // Operand lists: the N/2 accumulators are %0.. in braces, then A, B and scale-d.
 #define KL_WGMMA_D32 "{%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, %16, %17, %18, %19, %20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31}"
 #define KL_WGMMA_D32_OUT "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3]), "+f"(d[4]), "+f"(d[5]), "+f"(d[6]), "+f"(d[7]), "+f"(d[8]), "+f"(d[9]), "+f"(d[10]), "+f"(d[11]), "+f"(d[12]), "+f"(d[13]), "+f"(d[14]), "+f"(d[15]), "+f"(d[16]), "+f"(d[17]), "+f"(d[18]), "+f"(d[19]), "+f"(d[20]), "+f"(d[21]), "+f"(d[22]), "+f"(d[23]), "+f"(d[24]), "+f"(d[25]), "+f"(d[26]), "+f"(d[27]), "+f"(d[28]), "+f"(d[29]), "+f"(d[30]), "+f"(d[31])
@@ -252,16 +281,25 @@ KL_PTX_FN void wgmma_wait(KL_PTX_SITE_ONLY) {
                : __VA_ARGS__                                                                                \
                : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(desc_b), "r"(scale_d)                    \
                : "memory");
+#define KL_WGMMA_RS_MN(INSTR, N, DECODE, D, A, B, SCALE, ...)                                             \
+  asm volatile("{\n.reg .pred p;\nsetp.ne.b32 p, " SCALE ", 0;\n" INSTR " " D ", " A ", " B ", p, 1, 1, 1;\n}\n"    \
+               : __VA_ARGS__                                                                                \
+               : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(desc_b), "r"(scale_d)                    \
+               : "memory");
 #elif defined(KL_PTX_ASM)
 #define KL_WGMMA_SS(...) static_assert(detail::kDependentFalse<Guard>, "wgmma needs sm_90a");
 #define KL_WGMMA_RS(...) static_assert(detail::kDependentFalse<Guard>, "wgmma needs sm_90a");
+#define KL_WGMMA_RS_MN(...) static_assert(detail::kDependentFalse<Guard>, "wgmma needs sm_90a");
 #elif defined(KL_PTX_TWIN)
-#define KL_WGMMA_SS(INSTR, N, DECODE, ...) kl::sim::hopper::wgmma<N>(d, {desc_a, desc_b, {}, scale_d, false}, DECODE, INSTR, kl_site);
+#define KL_WGMMA_SS(INSTR, N, DECODE, ...) kl::sim::hopper::wgmma<N>(d, {desc_a, desc_b, {}, scale_d, false, false}, DECODE, INSTR, kl_site);
 #define KL_WGMMA_RS(INSTR, N, DECODE, ...) \
-  kl::sim::hopper::wgmma<N>(d, {0, desc_b, {a[0], a[1], a[2], a[3]}, scale_d, true}, DECODE, INSTR, kl_site);
+  kl::sim::hopper::wgmma<N>(d, {0, desc_b, {a[0], a[1], a[2], a[3]}, scale_d, true, false}, DECODE, INSTR, kl_site);
+#define KL_WGMMA_RS_MN(INSTR, N, DECODE, ...) \
+  kl::sim::hopper::wgmma<N>(d, {0, desc_b, {a[0], a[1], a[2], a[3]}, scale_d, true, true}, DECODE, INSTR, kl_site);
 #else
 #define KL_WGMMA_SS(...)
 #define KL_WGMMA_RS(...)
+#define KL_WGMMA_RS_MN(...)
 #endif
 #if defined(KL_PTX_TWIN)
 #define KL_WGMMA_DECODE(TYPE) detail::TYPE##_value
@@ -280,6 +318,12 @@ KL_PTX_FN void wgmma_wait(KL_PTX_SITE_ONLY) {
                                                     int scale_d KL_PTX_SITE) {                                    \
     KL_WGMMA_RS("wgmma.mma_async.sync.aligned.m64n" #N "k16.f32." #TYPE "." #TYPE, N, KL_WGMMA_DECODE(TYPE), D,     \
                 A_RS, B_RS, SCALE_RS, D_OUT)                                                                      \
+  }                                                                                                               \
+  template <class Guard = void>                                                                                   \
+  KL_PTX_FN void wgmma_m64n##N##k16_f32_##TYPE##_rs_mn(float(&d)[N / 2], const uint32_t(&a)[4], uint64_t desc_b,    \
+                                                       int scale_d KL_PTX_SITE) {                                 \
+    KL_WGMMA_RS_MN("wgmma.mma_async.sync.aligned.m64n" #N "k16.f32." #TYPE "." #TYPE, N, KL_WGMMA_DECODE(TYPE), D,  \
+                   A_RS, B_RS, SCALE_RS, D_OUT)                                                                   \
   }
 KL_PTX_WGMMA(64, bf16, KL_WGMMA_D32, KL_WGMMA_D32_OUT, "%32", "%33", "%34", "{%32, %33, %34, %35}", "%36", "%37")
 KL_PTX_WGMMA(64, f16, KL_WGMMA_D32, KL_WGMMA_D32_OUT, "%32", "%33", "%34", "{%32, %33, %34, %35}", "%36", "%37")
@@ -289,6 +333,7 @@ KL_PTX_WGMMA(128, f16, KL_WGMMA_D64, KL_WGMMA_D64_OUT, "%64", "%65", "%66", "{%6
 #undef KL_WGMMA_DECODE
 #undef KL_WGMMA_SS
 #undef KL_WGMMA_RS
+#undef KL_WGMMA_RS_MN
 #undef KL_WGMMA_D32
 #undef KL_WGMMA_D32_OUT
 #undef KL_WGMMA_D64
@@ -321,6 +366,29 @@ inline CUresult encode_tensor_map_2d(CUtensorMap* map, CUtensorMapDataType type,
   if (!encode) return CUDA_ERROR_NOT_FOUND;
   return encode(map, type, 2, const_cast<void*>(base), dims, strides, box, element_strides, CU_TENSOR_MAP_INTERLEAVE_NONE,
                 swizzle, CU_TENSOR_MAP_L2_PROMOTION_L2_128B, CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE);
+#endif
+}
+
+// A 3-D tensor (dims[0] innermost, contiguous; strides in bytes of dims 1 and 2) in boxes of box[0..2].
+inline CUresult encode_tensor_map_3d(CUtensorMap* map, CUtensorMapDataType type, const void* base, const uint64_t (&dims)[3],
+                                     const uint64_t (&strides)[2], const uint32_t (&box)[3], CUtensorMapSwizzle swizzle) {
+  const cuuint64_t d[3] = {dims[0], dims[1], dims[2]}, st[2] = {strides[0], strides[1]};
+  const cuuint32_t b[3] = {box[0], box[1], box[2]}, element_strides[3] = {1, 1, 1};
+#if defined(KERNELAB_SIM)
+  return kl_sim_cuTensorMapEncodeTiled(map, type, 3, const_cast<void*>(base), d, st, b, element_strides,
+                                       CU_TENSOR_MAP_INTERLEAVE_NONE, swizzle, CU_TENSOR_MAP_L2_PROMOTION_L2_128B,
+                                       CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE);
+#else
+  void* fn = nullptr;
+  cudaDriverEntryPointQueryResult found{};
+  if (cudaGetDriverEntryPointByVersion("cuTensorMapEncodeTiled", &fn, 12000, cudaEnableDefault, &found) != cudaSuccess ||
+      found != cudaDriverEntryPointSuccess)
+    return CUDA_ERROR_NOT_FOUND;
+  using Encode = CUresult (*)(CUtensorMap*, CUtensorMapDataType, cuuint32_t, void*, const cuuint64_t*, const cuuint64_t*,
+                              const cuuint32_t*, const cuuint32_t*, CUtensorMapInterleave, CUtensorMapSwizzle,
+                              CUtensorMapL2promotion, CUtensorMapFloatOOBfill);
+  return reinterpret_cast<Encode>(fn)(map, type, 3, const_cast<void*>(base), d, st, b, element_strides, CU_TENSOR_MAP_INTERLEAVE_NONE,
+                                      swizzle, CU_TENSOR_MAP_L2_PROMOTION_L2_128B, CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE);
 #endif
 }
 

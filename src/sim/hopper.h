@@ -325,13 +325,31 @@ inline const unsigned char* operand_at(const Descriptor& d, unsigned mn, unsigne
   return static_cast<const unsigned char*>(kl::sim::detail::dynamic_shared_at(a, 2));
 }
 
+// The host address of element (mn, k) of an MN-major operand (B with imm-trans-b: N contiguous).
+// No swizzle: 8 x 16-byte core matrices whose 16 bytes run along MN, the 8 k rows 16 bytes apart,
+// SBO apart along MN and LBO apart along K. Swizzled: a row of the swizzle width holds W/2
+// consecutive MN elements of one k, 8 k rows per atom, atoms SBO apart along K and LBO apart along MN.
+inline const unsigned char* operand_at_mn(const Descriptor& d, unsigned mn, unsigned k) {
+  std::uintptr_t a;
+  if (d.swizzle_mode == 0) {
+    a = d.start + mn / 8 * d.sbo + k / 8 * d.lbo + k % 8 * 16 + mn % 8 * 2;
+  } else {
+    const std::uintptr_t width = d.swizzle_mode == 1 ? 128 : d.swizzle_mode == 2 ? 64 : 32, per_row = width / 2;
+    a = swizzle(d.start + mn / per_row * d.lbo + k / 8 * d.sbo + k % 8 * width + mn % per_row * 2, d.swizzle_mode);
+  }
+  return static_cast<const unsigned char*>(kl::sim::detail::dynamic_shared_at(a, 2));
+}
+inline const unsigned char* operand_at(const Descriptor& d, unsigned mn, unsigned k, bool mn_major) {
+  return mn_major ? operand_at_mn(d, mn, k) : operand_at(d, mn, k);
+}
+
 // Every element a descriptor names for an operand of `rows` (64 for A, N for B) x 16 lies in
 // the block's dynamic shared memory.
-inline void check_operand(std::uint64_t desc, unsigned rows, const char* operand, const char* what, const Site& site) {
+inline void check_operand(std::uint64_t desc, unsigned rows, bool mn_major, const char* operand, const char* what, const Site& site) {
   const Descriptor d = decode(desc);
   for (unsigned mn = 0; mn < rows; ++mn)
-    for (unsigned k = 0; k < 16; k += 15)
-      if (!operand_at(d, mn, k))
+    for (unsigned k = 0; k < 16; k += mn_major ? 1 : 15)
+      if (!operand_at(d, mn, k, mn_major))
         fault(std::string(what) + ": the " + operand + " descriptor names bytes outside the block's dynamic shared memory "
                                   "(the simulator's wgmma reads extern __shared__ tiles only)", site);
 }
@@ -341,6 +359,7 @@ struct WgmmaCall {
   std::uint32_t a[4];  // A's fragment when A comes from registers
   int scale_d;
   bool a_in_registers;
+  bool b_mn_major;  // imm-trans-b: B's N elements contiguous
 };
 
 // wgmma.mma_async.sync.aligned.m64nNk16.f32.{f16,bf16}: D (64 x N, f32, N/2 per thread) =
@@ -358,8 +377,8 @@ void wgmma(float* d, const WgmmaCall& call, Decode decode_element, const char* w
   for (const WgmmaCall& o : all)
     if (o.desc_a != call.desc_a || o.desc_b != call.desc_b || o.scale_d != call.scale_d)
       fault(std::string(what) + ": the warpgroup's threads passed different descriptors or scale-d", site);
-  if (!call.a_in_registers) check_operand(call.desc_a, 64, "A", what, site);
-  check_operand(call.desc_b, N, "B", what, site);
+  if (!call.a_in_registers) check_operand(call.desc_a, 64, false, "A", what, site);
+  check_operand(call.desc_b, N, call.b_mn_major, "B", what, site);
   kl::sim::detail::profile_note(kl::sim::detail::Counted::wgmma, nullptr, unsigned(N / 8), kl::sim::detail::site_key(site));
   const unsigned tid = kl::sim::detail::thread_rank() % 128, w = tid / 32, g = tid % 32 / 4, t = tid % 4;
   std::vector<std::uint32_t> a_regs;
@@ -382,7 +401,7 @@ void wgmma(float* d, const WgmmaCall& call, Decode decode_element, const char* w
                          float acc = call.scale_d ? d[i] : 0.0f;
                          for (unsigned k = 0; k < 16; ++k) {
                            std::uint16_t b;
-                           std::memcpy(&b, operand_at(db, col, k), 2);
+                           std::memcpy(&b, operand_at(db, col, k, call.b_mn_major), 2);
                            acc = acc + a_at(row, k) * decode_element(b);
                          }
                          d[i] = acc;

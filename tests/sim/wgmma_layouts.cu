@@ -3,7 +3,9 @@
 // core matrices, LBO apart along K and SBO apart along M/N), and with 32-, 64- and 128-byte
 // swizzle (rows of the swizzle width, 8-row atoms SBO apart, the 16-byte chunk index XORed with
 // the row within the atom's 128-byte lines: address bits 4-6 ^= bits 7-9, masked to the width),
-// then A from registers in mma.sync's fragment layout. Small integers: every sum is exact, so a
+// then A from registers in mma.sync's fragment layout, and with it B MN-major (imm-trans-b: 128-byte
+// rows of 64 consecutive n for one k, 8 k per atom, atoms SBO = 1024 bytes apart along K: a
+// row-major [k][n] tile as TMA lands it). Small integers: every sum is exact, so a
 // GPU run checks the simulator's twin bit for bit. Build for a GPU: nvcc -arch=sm_90a -I src.
 #include <cuda_bf16.h>
 #include <cuda_runtime.h>
@@ -24,8 +26,15 @@
   } while (0)
 
 constexpr int M = 64, N = 64, K = 16;
-enum Layout { kNone, kB32, kB64, kB128, kRegistersA, kLayouts };
-const char* kNames[] = {"no swizzle", "32-byte swizzle", "64-byte swizzle", "128-byte swizzle", "A from registers"};
+enum Layout { kNone, kB32, kB64, kB128, kRegistersA, kMnMajorB, kLayouts };
+const char* kNames[] = {"no swizzle", "32-byte swizzle", "64-byte swizzle", "128-byte swizzle", "A from registers",
+                        "A from registers, B MN-major"};
+
+// Byte offset of element (n, k) of an MN-major B, 128-byte swizzle: k's row of 64 n, 8-row atoms.
+__host__ __device__ unsigned offset_mn(int n, int k) {
+  const unsigned a = (k / 8) * 1024 + (k % 8) * 128 + n * 2;
+  return a ^ (((a >> 7) & 7) << 4);
+}
 
 // Byte offset of element (mn, k) of a K-major operand in layout L, from a 1024-byte-aligned base.
 __host__ __device__ unsigned offset_of(int layout, int mn, int k) {
@@ -40,9 +49,10 @@ __global__ void one_warpgroup(const __nv_bfloat16* a, const __nv_bfloat16* b, fl
   extern __shared__ __align__(1024) unsigned char smem[];
   unsigned char* sa = smem;         // 8 KiB for A (64 rows)
   unsigned char* sb = smem + 8192;  // 8 KiB for B (64 rows)
-  const int smem_layout = layout == kRegistersA ? kB128 : layout;
+  const int smem_layout = layout == kRegistersA || layout == kMnMajorB ? kB128 : layout;
   for (int e = threadIdx.x; e < M * K; e += blockDim.x) memcpy(sa + offset_of(smem_layout, e / K, e % K), &a[e], 2);
-  for (int e = threadIdx.x; e < N * K; e += blockDim.x) memcpy(sb + offset_of(smem_layout, e / K, e % K), &b[e], 2);
+  for (int e = threadIdx.x; e < N * K; e += blockDim.x)
+    memcpy(sb + (layout == kMnMajorB ? offset_mn(e / K, e % K) : offset_of(smem_layout, e / K, e % K)), &b[e], 2);
   kl::ptx::fence_proxy_async();  // generic-proxy writes, then the async proxy (wgmma) reads them
   __syncthreads();
   const kl::ptx::Swizzle sw = smem_layout == kNone ? kl::ptx::Swizzle::none
@@ -53,7 +63,7 @@ __global__ void one_warpgroup(const __nv_bfloat16* a, const __nv_bfloat16* b, fl
   const uint32_t lbo = smem_layout == kNone ? 128 : 16, sbo = smem_layout == kNone ? 256 : 8 * width;
   float acc[32] = {};
   kl::ptx::wgmma_fence();
-  if (layout == kRegistersA) {
+  if (layout == kRegistersA || layout == kMnMajorB) {
     // mma.sync's A layout per warp w of the warpgroup: a[r], half e = A[16w + g + 8(r&1)][2t + e + 8(r>>1)].
     const int w = threadIdx.x / 32, g = threadIdx.x % 32 / 4, t = threadIdx.x % 4;
     uint32_t frag[4];
@@ -61,7 +71,10 @@ __global__ void one_warpgroup(const __nv_bfloat16* a, const __nv_bfloat16* b, fl
       const int row = 16 * w + g + 8 * (r & 1), col = 2 * t + 8 * (r >> 1);
       memcpy(&frag[r], &a[row * K + col], 4);
     }
-    kl::ptx::wgmma_m64n64k16_f32_bf16_rs(acc, frag, kl::ptx::smem_descriptor(sb, lbo, sbo, sw), 0);
+    if (layout == kMnMajorB)  // LBO: the next 64 n (none here, N = 64); SBO: the next 8 k
+      kl::ptx::wgmma_m64n64k16_f32_bf16_rs_mn(acc, frag, kl::ptx::smem_descriptor(sb, 8192, 1024, sw), 0);
+    else
+      kl::ptx::wgmma_m64n64k16_f32_bf16_rs(acc, frag, kl::ptx::smem_descriptor(sb, lbo, sbo, sw), 0);
   } else {
     kl::ptx::wgmma_m64n64k16_f32_bf16_ss(acc, kl::ptx::smem_descriptor(sa, lbo, sbo, sw), kl::ptx::smem_descriptor(sb, lbo, sbo, sw), 0);
   }
