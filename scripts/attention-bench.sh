@@ -18,7 +18,7 @@ run() {  # NAME OP ARGS...: one bench call into NAME.json, unless the budget is 
   echo "-- $op $name"
   "$kl" bench "$op" --backend cuda "$@" --max-seconds 0.2 --json > "$out/$name.json" || { echo "$op $name failed"; failed=1; }
 }
-fast="cuda_flash2_mma cudnn_sdpa"  # past 2k tokens the naive rungs take seconds (and S takes gigabytes)
+fast="cuda_flash2_mma cuda_hopper_wgmma cudnn_sdpa"  # past 2k tokens the naive rungs take seconds (and S takes gigabytes)
 for d in 128 64 256; do
   for s in 512 1024 2048 4096 8192 16384; do
     for causal in 0 1; do
