@@ -32,9 +32,17 @@ if [ -d .device-deps ] && ls .device-deps/*.deb >/dev/null 2>&1; then
   step "unpacking carried build dependencies"
   prefix=/tmp/kernelab-deps
   for f in .device-deps/*.deb; do dpkg -x "$f" "$prefix"; done
-  if ! command -v cuobjdump >/dev/null && ls .device-deps/*.whl >/dev/null 2>&1; then
-    python3 -m pip install -q --no-index --no-deps .device-deps/*.whl || status+=("cuobjdump wheels not installed")
+  if ! command -v cuobjdump >/dev/null && ls .device-deps/nvidia_cuda_*.whl >/dev/null 2>&1; then
+    python3 -m pip install -q --no-index --no-deps .device-deps/nvidia_cuda_*.whl || status+=("cuobjdump wheels not installed")
   fi
+  # cudnn-frontend's headers (the cuDNN peers), out of its wheel, where cmake/ops.cmake looks under CMAKE_PREFIX_PATH.
+  for w in .device-deps/nvidia_cudnn_frontend-*.whl; do
+    [ -f "$w" ] && python3 - "$w" "$prefix/usr" <<'PY'
+import sys, zipfile
+z = zipfile.ZipFile(sys.argv[1])
+z.extractall(sys.argv[2], [n for n in z.namelist() if n.startswith("include/")])
+PY
+  done
   export CMAKE_PREFIX_PATH="$prefix/usr${CMAKE_PREFIX_PATH:+:$CMAKE_PREFIX_PATH}"
   export CPATH="$prefix/usr/include${CPATH:+:$CPATH}"
   export LIBRARY_PATH="$prefix/usr/lib/x86_64-linux-gnu${LIBRARY_PATH:+:$LIBRARY_PATH}"

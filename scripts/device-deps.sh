@@ -12,4 +12,6 @@ cd .device-deps
 apt-get download "${pkgs[@]}"
 # cuobjdump and nvdisasm for the static checks, in case the GPU image's toolkit lacks them.
 python3 -m pip download -q --no-deps nvidia-cuda-cuobjdump==13.* nvidia-cuda-nvdisasm==13.*
+# cudnn-frontend, for the cuDNN SDPA peers: device-check.sh takes only its headers (any Python there).
+python3 -m pip download -q --no-deps nvidia-cudnn-frontend==1.32.*
 ls -1 ./*.deb ./*.whl

@@ -24,3 +24,13 @@ if command -v nvcc >/dev/null && ! command -v cuobjdump >/dev/null; then
       grep -v "Running pip as the 'root' user" || true
   fi
 fi
+# cudnn-frontend's headers (header-only C++) for the cuDNN SDPA peers, found by cmake/ops.cmake under
+# site-packages/include. --no-deps: its Python dependencies (CUTLASS's DSL) are not needed for them.
+if command -v nvcc >/dev/null; then
+  include=$(python3 -c "import sysconfig; print(sysconfig.get_paths()['purelib'])")/include
+  if [ ! -f "$include/cudnn_frontend.h" ]; then
+    echo "install-deps: installing nvidia-cudnn-frontend (pip, headers only)"
+    python3 -m pip install -q --disable-pip-version-check --no-deps nvidia-cudnn-frontend==1.32.* 2>&1 |
+      grep -v "Running pip as the 'root' user" || true
+  fi
+fi

@@ -344,3 +344,29 @@ TEST(Cli, BenchNamesTheRowsAnAbsentBackendWouldHaveHad) {
   EXPECT_THAT(r.out, HasSubstr("cuda_wmma, cuda_mma_ldmatrix, cuda_cp_async, cuda_tma_wgmma, cuda_warp_specialized, "
                                "cuda_split_k, cuda_unfused_epilogue, cublaslt (peer) would not run it either: a tensor-core rung"));
 }
+
+// The cuDNN SDPA peers, where the build found cudnn-frontend: listed as the peers of attention and
+// attention_bwd, and on a machine without a GPU named among the rows bench could not run (fp32: among
+// those that would not run it anyway, with cuDNN's reason), the command succeeding on the CPU rows.
+TEST(Cli, ListAndBenchNameTheCudnnPeers) {
+#ifndef KERNELAB_HAVE_CUDNN_RUNGS
+  GTEST_SKIP() << "this build found no cudnn-frontend: the cuDNN peers are left out";
+#else
+  Result r = run("list");
+  ASSERT_EQ(r.code, 0) << r.err;
+  EXPECT_THAT(r.out, HasSubstr("cudnn_sdpa       cuda  [peer] cuDNN's SDPA forward"));
+  EXPECT_THAT(r.out, HasSubstr("cudnn_sdpa_bwd   cuda  [peer] cuDNN's SDPA backward"));
+  const std::string shape = " --batch 1 --seq-q 33 --seq-kv 65 --heads 2 --kv-heads 1 --head-dim 64 --causal 1 --max-seconds 0.05";
+  for (const char* op : {"attention", "attention_bwd"}) {
+    const std::string peer = std::string(op) == "attention" ? "cudnn_sdpa (peer)" : "cudnn_sdpa_bwd (peer)";
+    r = run(std::string("bench ") + op + shape + " --dtype bf16");
+    ASSERT_EQ(r.code, 0) << r.out << r.err;
+    if (r.out.find("not run: cuda:") == std::string::npos) GTEST_SKIP() << "a GPU is present: the cuda rows ran";
+    EXPECT_THAT(r.out, HasSubstr("  rows not run: ")) << r.out;
+    EXPECT_THAT(r.out, HasSubstr(peer + "\n")) << r.out;
+    r = run(std::string("bench ") + op + shape + " --dtype fp32");
+    ASSERT_EQ(r.code, 0) << r.out << r.err;
+    EXPECT_THAT(r.out, HasSubstr(peer + " would not run it either: cuDNN SDPA: fp16 and bf16 only")) << r.out;
+  }
+#endif
+}
