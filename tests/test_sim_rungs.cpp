@@ -96,7 +96,7 @@ std::vector<const void*> run_shifted(const kl::Op& op, const kl::Variant& v, con
   }
   for (size_t i = 0; i < out.size(); ++i) {
     const Tensor got = sim().download(out[i]);
-    EXPECT_LE(kl::max_rel_err(got, prep.ref.at(i), op.error_per_row), op.tolerance(p)) << "output " << i;
+    EXPECT_LE(kl::output_error(op, prep, i, got), kl::check_tolerance(op, v, prep)) << "output " << i;
     const Tensor whole = sim().download(held[i].whole);  // around the output: still poison (NaN never equals itself)
     for (int64_t j = 0; j < whole.numel(); ++j)
       if (j < shift || j >= shift + got.numel()) EXPECT_TRUE(std::isnan(whole.get(j))) << "wrote element " << j << " of output " << i;

@@ -35,6 +35,12 @@ struct CheckResult {
   std::vector<std::string> launched;  // the kernels the run launched, by name, in order
 };
 
+// A variant's tolerance on the prepared problem (its own or the op's, plus twice the dtype
+// baseline's error), and output i's error against the reference as the check measures it (an
+// all-zero reference in absolute terms: 0 within zero_output_limit, else infinite).
+double check_tolerance(const Op& op, const Variant& v, const Prepared& prep);
+double output_error(const Op& op, const Prepared& prep, size_t i, const Tensor& got);
+
 // Runs one config of a variant on the prepared inputs with poisoned outputs and guards, compares
 // every output against the reference, and refuses a launch of a kernel the config does not declare.
 CheckResult check_variant(const Op& op, const Variant& v, const Config& c, const Prepared& prep, Device& dev);

@@ -18,6 +18,19 @@
 
 namespace kl {
 
+double check_tolerance(const Op& op, const Variant& v, const Prepared& prep) {
+  return (v.tolerance ? v.tolerance(prep.problem) : op.tolerance(prep.problem)) + 2 * prep.baseline_err;
+}
+
+double output_error(const Op& op, const Prepared& prep, size_t i, const Tensor& got) {
+  if (i < prep.zero_output_limit.size() && prep.zero_output_limit[i] >= 0) {  // a reference of zeros: absolute
+    double worst = 0;
+    for (double x : to_doubles(got)) worst = std::isfinite(x) ? std::max(worst, std::abs(x)) : INFINITY;
+    return worst <= prep.zero_output_limit[i] ? 0.0 : INFINITY;
+  }
+  return max_rel_err(got, prep.ref.at(i), op.error_per_row);
+}
+
 namespace {
 Tensor make_host(const TensorSpec& s) {
   return s.strides.empty() ? Tensor::host(s.dtype, s.shape) : Tensor::host_strided(s.dtype, s.shape, s.strides);
@@ -83,17 +96,11 @@ CheckResult verify(const Op& op, const Variant& v, const Config& c, const Prepar
   r.variant = v.name;
   r.config = c.name;
   r.backend = dev.backend();
-  r.tolerance = (v.tolerance ? v.tolerance(prep.problem) : op.tolerance(prep.problem)) + 2 * prep.baseline_err;
+  r.tolerance = check_tolerance(op, v, prep);
   for (size_t i = 0; i < s.dev_out.size(); ++i) {
     Tensor got = dev.download(s.dev_out[i]);
     if (!s.dev_out[i].check_guards()) r.failure = fmt::format("output {} written out of bounds (guard bytes changed)", i);
-    double e = max_rel_err(got, prep.ref.at(i), op.error_per_row);
-    if (i < prep.zero_output_limit.size() && prep.zero_output_limit[i] >= 0) {  // a reference of zeros: absolute
-      double worst = 0;
-      for (double x : to_doubles(got)) worst = std::isfinite(x) ? std::max(worst, std::abs(x)) : INFINITY;
-      e = worst <= prep.zero_output_limit[i] ? 0.0 : INFINITY;
-    }
-    r.max_rel_err = std::max(r.max_rel_err, e);
+    r.max_rel_err = std::max(r.max_rel_err, output_error(op, prep, i, got));
   }
   if (r.failure.empty() && !dev.workspace_intact()) r.failure = "workspace written out of bounds (guard bytes changed)";
   for (size_t i = 0; i < s.dev_in.size() && r.failure.empty(); ++i) {

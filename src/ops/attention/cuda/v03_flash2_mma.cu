@@ -222,11 +222,21 @@ __global__ void __launch_bounds__(kThreads) flash2(const E* __restrict__ q, cons
     if (tid == 0 && row < rows) lse[h * m.total_q + o.q[b] + i0 + row] = sum > 0 ? row_max[hf] * kLn2 + logf(sum) : INFINITY;
   }
   __syncwarp();
+  const bool whole_chunks = reinterpret_cast<uintptr_t>(out) % 16 == 0;  // else O is a view off 16-byte boundaries
   for (int e = lane; e < 16 * kVc; e += 32) {
     const int r = e / kVc, c = e % kVc;
     if (16 * warp + r >= rows) break;
     const int64_t token = o.q[b] + i0 + 16 * warp + r;
-    *reinterpret_cast<Chunk*>(out + (token * m.heads + h) * DV + 8 * c) = o_rows[r * kQc + swz(r, c)];
+    E* dst = out + (token * m.heads + h) * DV + 8 * c;
+    const Chunk chunk = o_rows[r * kQc + swz(r, c)];
+    if (whole_chunks) {
+      *reinterpret_cast<Chunk*>(dst) = chunk;
+    } else {
+      E e[8];
+      memcpy(static_cast<void*>(e), &chunk, sizeof(chunk));
+      KL_UNROLL
+      for (int i = 0; i < 8; ++i) dst[i] = e[i];
+    }
   }
 }
 

@@ -209,6 +209,7 @@ __global__ void __launch_bounds__(kThreads, 1)
     kl::ptx::wgmma_wait<0>();
     kl::ptx::fence_operands(acc);
   }
+  const bool pairs = reinterpret_cast<uintptr_t>(out) % 4 == 0;  // else O is a view off 4-byte boundaries
   KL_UNROLL
   for (int hf = 0; hf < 2; ++hf) {
     float sum = row_sum[hf];
@@ -218,10 +219,12 @@ __global__ void __launch_bounds__(kThreads, 1)
     if (i >= sq) continue;
     const int64_t token = o.q[b] + i;
     const float inv = sum > 0 ? 1.0f / sum : 0.0f;
+    E* row = out + (token * m.heads + h) * D + 2 * t;
     KL_UNROLL
     for (int n = 0; n < D / 8; ++n) {
-      const uint32_t pair = pack<E>(acc[4 * n + 2 * hf] * inv, acc[4 * n + 2 * hf + 1] * inv);
-      memcpy(reinterpret_cast<char*>(out + (token * m.heads + h) * D + 8 * n + 2 * t), &pair, sizeof(pair));
+      const float x = acc[4 * n + 2 * hf] * inv, y = acc[4 * n + 2 * hf + 1] * inv;
+      if (pairs) *reinterpret_cast<uint32_t*>(row + 8 * n) = pack<E>(x, y);
+      else row[8 * n] = from_f32<E>(x), row[8 * n + 1] = from_f32<E>(y);
     }
     if (t == 0) lse[h * m.total_q + token] = sum > 0 ? row_max[hf] * kLn2 + logf(sum) : INFINITY;
   }
