@@ -49,5 +49,14 @@ for bc in 1x1024 1x8192 1x65536 8x8192 8x65536 64x1024 64x8192; do
       --head-dim 128 --page-size "$ps" --dtype bf16
   done
 done
+# PyTorch's SDPA (flash and cuDNN backends) on the d 128 shapes, where the device has torch.
+if python3 -c "import torch; assert torch.cuda.is_available()" 2>/dev/null; then
+  shapes=(); for s in 1024 4096 16384; do shapes+=(--shape "$((16384 / s)),16,16,$s,$s,128,1,bf16"); done
+  python3 "$(dirname "$0")/attention_torch_peer.py" "${shapes[@]}" --shape 1,64,8,8192,8192,128,1,bf16 > "$out/torch_sdpa.jsonl" ||
+    { echo "torch SDPA peer failed"; failed=1; }
+  cat "$out/torch_sdpa.jsonl"
+else
+  echo "no PyTorch with CUDA here: its SDPA rows are not run" | tee "$out/torch_sdpa.skipped"
+fi
 python3 "$(dirname "$0")/attention_summary.py" "$out" $probe | tee "$out/summary.txt" || failed=1
 exit $failed
