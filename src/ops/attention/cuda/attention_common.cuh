@@ -58,8 +58,19 @@ __device__ __forceinline__ void queries_seeing(const Shape& m, int64_t sq, int64
   hi = a;
 }
 
+// n bytes rounded up to 256: workspace parts that start 256-byte aligned.
+inline size_t round256(size_t n) { return (n + 255) / 256 * 256; }
+
 // Bytes the offsets take at the workspace's head, rounded to 256 so that what follows is aligned.
-inline size_t offset_bytes(const AttentionParams& p) { return (2 * (size_t(p.batch) + 1) * sizeof(int64_t) + 255) / 256 * 256; }
+inline size_t offset_bytes(const AttentionParams& p) { return round256(2 * (size_t(p.batch) + 1) * sizeof(int64_t)); }
+
+// Two floats as the element pair an mma register holds (fp16 or bf16), the first in the low half.
+template <class E> __device__ __forceinline__ uint32_t pack_pair(float lo, float hi) {
+  const E e[2] = {rowwise::from_f32<E>(lo), rowwise::from_f32<E>(hi)};
+  uint32_t r;
+  memcpy(&r, e, sizeof(r));
+  return r;
+}
 
 // Copies q_start and kv_start into the workspace; the device pointers to them.
 inline Offsets upload_offsets(const AttentionParams& p, const Args& a) {

@@ -71,7 +71,7 @@ __global__ void pv(const float* __restrict__ p, const E* __restrict__ v, E* __re
 // The workspace: the offsets, each sequence's first S element (256-byte aligned), then S (sum_b h
 // s_q s_kv floats) from a 256-byte boundary: a row of S that starts off a 32-byte sector costs a
 // third more sectors per warp (the simulator profiler counted 6 for 4).
-size_t start_bytes(const AttentionParams& p) { return (size_t(p.batch + 1) * sizeof(int64_t) + 255) / 256 * 256; }
+size_t start_bytes(const AttentionParams& p) { return attention::round256(size_t(p.batch + 1) * sizeof(int64_t)); }
 size_t scores_floats(const AttentionParams& p) {
   size_t n = 0;
   for (int64_t b = 0; b < p.batch; ++b) n += size_t(p.heads * p.seq_q(b) * p.seq_kv(b));

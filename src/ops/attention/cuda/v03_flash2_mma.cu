@@ -49,14 +49,6 @@ template <class E> __device__ __forceinline__ void mma(float (&d)[4], const uint
   else kl::ptx::mma_m16n8k16_bf16_f32(d, a, b, d);
 }
 
-// Two floats as the element pair an mma register holds, the first in the low half.
-template <class E> __device__ __forceinline__ uint32_t pack(float lo, float hi) {
-  const E e[2] = {from_f32<E>(lo), from_f32<E>(hi)};
-  uint32_t r;
-  memcpy(&r, e, sizeof(r));
-  return r;
-}
-
 // `rows` rows of `chunks` chunks from global rows `stride` elements apart into a swizzled tile;
 // rows at or past `valid` are zero-filled (their scores are masked, their values weigh 0).
 template <class E>
@@ -185,10 +177,10 @@ __global__ void __launch_bounds__(kThreads) flash2(const E* __restrict__ q, cons
     }
     KL_UNROLL
     for (int kk = 0; kk < kSn / 2; ++kk) {
-      p[kk][0] = pack<E>(s[2 * kk][0], s[2 * kk][1]);
-      p[kk][1] = pack<E>(s[2 * kk][2], s[2 * kk][3]);
-      p[kk][2] = pack<E>(s[2 * kk + 1][0], s[2 * kk + 1][1]);
-      p[kk][3] = pack<E>(s[2 * kk + 1][2], s[2 * kk + 1][3]);
+      p[kk][0] = attention::pack_pair<E>(s[2 * kk][0], s[2 * kk][1]);
+      p[kk][1] = attention::pack_pair<E>(s[2 * kk][2], s[2 * kk][3]);
+      p[kk][2] = attention::pack_pair<E>(s[2 * kk + 1][0], s[2 * kk + 1][1]);
+      p[kk][3] = attention::pack_pair<E>(s[2 * kk + 1][2], s[2 * kk + 1][3]);
     }
     KL_UNROLL
     for (int kk = 0; kk < kSn / 2; ++kk)
@@ -215,7 +207,7 @@ __global__ void __launch_bounds__(kThreads) flash2(const E* __restrict__ q, cons
     const float inv = sum > 0 ? 1.0f / sum : 0.0f;
     KL_UNROLL
     for (int n = 0; n < kOn; ++n) {
-      const uint32_t pair = pack<E>(acc[n][2 * hf] * inv, acc[n][2 * hf + 1] * inv);
+      const uint32_t pair = attention::pack_pair<E>(acc[n][2 * hf] * inv, acc[n][2 * hf + 1] * inv);
       memcpy(reinterpret_cast<char*>(&o_rows[r * kQc + swz(r, n)]) + 4 * tid, &pair, sizeof(pair));
     }
     const int row = 16 * warp + r;

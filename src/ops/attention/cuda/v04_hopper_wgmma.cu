@@ -56,13 +56,6 @@ __device__ __forceinline__ void key_range(const Shape& m, int64_t sq, int64_t sk
   }
 }
 
-template <class E> __device__ __forceinline__ uint32_t pack(float lo, float hi) {
-  const E e[2] = {from_f32<E>(lo), from_f32<E>(hi)};
-  uint32_t r;
-  memcpy(&r, e, sizeof(r));
-  return r;
-}
-
 // S (64 queries x 64 keys) += Q_c K_st^T over d, in d/16 k16 steps: Q's rows of consumer c and the
 // K tile, both K-major, 32 bytes further along the 128-byte rows per step, 8-row atoms 1024 apart.
 template <class E, int D> __device__ __forceinline__ void issue_scores(Smem<D>& s, int c, int st, float (&acc)[32]) {
@@ -199,7 +192,7 @@ __global__ void __launch_bounds__(kThreads, 1)
     KL_UNROLL
     for (int kk = 0; kk < 4; ++kk)
       KL_UNROLL
-      for (int r = 0; r < 4; ++r) p[kk][r] = pack<E>(sc[8 * kk + 2 * r], sc[8 * kk + 2 * r + 1]);
+      for (int r = 0; r < 4; ++r) p[kk][r] = attention::pack_pair<E>(sc[8 * kk + 2 * r], sc[8 * kk + 2 * r + 1]);
   }
   if (tiles > 0) {  // the last tile's P V
     KL_UNROLL
@@ -223,7 +216,7 @@ __global__ void __launch_bounds__(kThreads, 1)
     KL_UNROLL
     for (int n = 0; n < D / 8; ++n) {
       const float x = acc[4 * n + 2 * hf] * inv, y = acc[4 * n + 2 * hf + 1] * inv;
-      if (pairs) *reinterpret_cast<uint32_t*>(row + 8 * n) = pack<E>(x, y);
+      if (pairs) *reinterpret_cast<uint32_t*>(row + 8 * n) = attention::pack_pair<E>(x, y);
       else row[8 * n] = from_f32<E>(x), row[8 * n + 1] = from_f32<E>(y);
     }
     if (t == 0) lse[h * m.total_q + token] = sum > 0 ? row_max[hf] * kLn2 + logf(sum) : INFINITY;

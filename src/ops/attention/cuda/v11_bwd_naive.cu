@@ -88,13 +88,12 @@ __global__ void grad_kv(const E* __restrict__ q, const E* __restrict__ d_out, E*
 }
 
 // The workspace: the offsets, each sequence's first P element, D, then P and dS, each from a 256-byte boundary.
-size_t round256(size_t n) { return (n + 255) / 256 * 256; }
-size_t start_bytes(const AttentionParams& p) { return round256(size_t(p.batch + 1) * sizeof(int64_t)); }
-size_t d_bytes(const AttentionParams& p) { return round256(size_t(p.heads * p.total_q()) * sizeof(float)); }
+size_t start_bytes(const AttentionParams& p) { return attention::round256(size_t(p.batch + 1) * sizeof(int64_t)); }
+size_t d_bytes(const AttentionParams& p) { return attention::round256(size_t(p.heads * p.total_q()) * sizeof(float)); }
 size_t matrix_bytes(const AttentionParams& p) {
   size_t n = 0;
   for (int64_t b = 0; b < p.batch; ++b) n += size_t(p.heads * p.seq_q(b) * p.seq_kv(b));
-  return round256(n * sizeof(float));
+  return attention::round256(n * sizeof(float));
 }
 
 template <class E> void run(const AttentionParams& p, const Args& a) {

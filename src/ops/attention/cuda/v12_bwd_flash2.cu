@@ -205,8 +205,7 @@ template <class E> __global__ void dq_convert(const float* __restrict__ acc, E* 
   if (e < n) dq[e] = from_f32<E>(acc[e]);
 }
 
-size_t round256(size_t n) { return (n + 255) / 256 * 256; }
-size_t d_bytes(const AttentionParams& p) { return round256(size_t(p.heads * p.total_q()) * sizeof(float)); }
+size_t d_bytes(const AttentionParams& p) { return attention::round256(size_t(p.heads * p.total_q()) * sizeof(float)); }
 size_t dq_bytes(const AttentionParams& p) { return p.deterministic ? 0 : size_t(p.total_q() * p.heads * p.head_dim) * sizeof(float); }
 
 template <class E> void run(const AttentionParams& p, const Args& a) {

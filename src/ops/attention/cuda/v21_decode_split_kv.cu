@@ -199,12 +199,11 @@ int64_t splits_of(const DecodeParams& p, bool split, int sms) {
 // SMs a GPU has; a run takes its device's count, never more splits than that allows.
 constexpr int kMostSms = 256;
 
-size_t round256(size_t n) { return (n + 255) / 256 * 256; }
 size_t part_bytes(const DecodeParams& p, bool split) {
   const int64_t splits = splits_of(p, split, kMostSms);
   if (splits == 1) return 0;
   const size_t rows = size_t(p.batch * p.new_tokens * p.heads);
-  return round256(size_t(splits) * rows * size_t(p.head_dim_v) * 4) + round256(size_t(splits) * rows * 4);
+  return attention::round256(size_t(splits) * rows * size_t(p.head_dim_v) * 4) + attention::round256(size_t(splits) * rows * 4);
 }
 
 template <class E> void run(const DecodeParams& p, const Args& a, bool split) {
@@ -219,7 +218,7 @@ template <class E> void run(const DecodeParams& p, const Args& a, bool split) {
   if (splits > 1) {
     const size_t rows = size_t(m.tokens * m.heads);
     out.part_o = static_cast<float*>(a.workspace);
-    out.part_lse = reinterpret_cast<float*>(static_cast<char*>(a.workspace) + round256(size_t(splits) * rows * size_t(m.dv) * 4));
+    out.part_lse = reinterpret_cast<float*>(static_cast<char*>(a.workspace) + attention::round256(size_t(splits) * rows * size_t(m.dv) * 4));
   }
   allow_dynamic_smem<attend<E>>(int(smem_bytes<E>(kMaxDim, kMaxDim)));
   const dim3 grid(unsigned(splits), unsigned(p.batch * p.kv_heads * row_chunks(p)));
