@@ -367,12 +367,15 @@ TEST(SimProfile, NaiveAttentionWritesSAndRewritesItAsP) {
   EXPECT_EQ(sum(t, kStSec), 128.0 * 2 * 64 * 2 / 32 + 2 * 128 / 8) << "O, and the LSE of 8 rows a sector";
   EXPECT_NEAR(t["model_dram_over_min"].get<double>(), 1.0, 1e-3);
   // FlashAttention-3 on Hopper: both products on wgmma (m64n64k16, 131072 FLOPs each, counted per
-  // warp: 4 a warpgroup), Q, K and V by TMA once each (a box of Q and two of K and V per block of 128 queries).
+  // warp: 4 a warpgroup), Q, K and V by TMA once each (a box of Q and two of K and V per block of 128
+  // queries), O through shared memory without a bank conflict.
   const json h = rung(p, "cuda_hopper_wgmma");
   EXPECT_TRUE(h["checked"].get<bool>()) << h["check_failure"];
   EXPECT_EQ(sum(h, "sm__inst_executed_pipe_tensor_op_gmma.sum"), 4 * flops / 131072);
   EXPECT_EQ(sum(h, "sim__tma_ld_requests.sum"), 2 * (1 + 2 + 2));
   EXPECT_EQ(sum(h, "sim__tma_ld_bytes.sum"), 3 * 128.0 * 2 * 64 * 2) << "Q, K and V once";
+  EXPECT_EQ(sum(h, kStSec), 128.0 * 2 * 64 * 2 / 32 + 2 * 128 / 8) << "O staged over Q's rows, stored in 16-byte chunks";
+  EXPECT_EQ(sum(h, kShStConf), 0);
   EXPECT_NEAR(h["model_dram_over_min"].get<double>(), 1.0, 1e-3);
 }
 

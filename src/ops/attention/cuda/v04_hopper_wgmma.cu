@@ -11,7 +11,8 @@
 // (issued behind S of tile j, waited after the softmax: FA3's intra-warpgroup pipelining), so
 // exp2 and the row reductions hide behind a GEMM. Key tiles the mask hides from all 128 queries are
 // neither loaded nor multiplied; only tiles the mask cuts are masked element by element.
-// Shared memory: Q 128 x d, 2 stages x (K + V) 64 x d: 96 KiB at d = 128, 48 KiB at d = 64.
+// Shared memory: Q 128 x d, 2 stages x (K + V) 64 x d: 96 KiB at d = 128, 48 KiB at d = 64. O is
+// staged over Q's rows at the end and leaves in 16-byte chunks.
 #include "cuda/ptx.h"
 #include "ops/attention/cuda/attention_common.cuh"
 #include "ops/gemm/cuda/hopper_tile.cuh"
@@ -202,24 +203,44 @@ __global__ void __launch_bounds__(kThreads, 1)
     kl::ptx::wgmma_wait<0>();
     kl::ptx::fence_operands(acc);
   }
-  const bool pairs = reinterpret_cast<uintptr_t>(out) % 4 == 0;  // else O is a view off 4-byte boundaries
+  // O through shared memory, so that it leaves in whole 16-byte chunks: each consumer writes its
+  // fragments over its own 64 rows of the Q tile (every wgmma that read them has completed), in
+  // the same 128-byte swizzle, then its 128 threads store the rows that belong to the sequence.
+  const auto o_at = [&](int row, int col) {  // byte offset of O(row, col) of this consumer in its Q panel
+    return (row * 128 + (col % 64) * 2) ^ ((row & 7) << 4);
+  };
   KL_UNROLL
   for (int hf = 0; hf < 2; ++hf) {
     float sum = row_sum[hf];
     sum += __shfl_xor_sync(0xffffffffu, sum, 1);
     sum += __shfl_xor_sync(0xffffffffu, sum, 2);
-    const int64_t i = i0 + 64 * c + 16 * w + gid + 8 * hf;
-    if (i >= sq) continue;
-    const int64_t token = o.q[b] + i;
+    const int r = 16 * w + gid + 8 * hf;
     const float inv = sum > 0 ? 1.0f / sum : 0.0f;
-    E* row = out + (token * m.heads + h) * D + 2 * t;
     KL_UNROLL
     for (int n = 0; n < D / 8; ++n) {
-      const float x = acc[4 * n + 2 * hf] * inv, y = acc[4 * n + 2 * hf + 1] * inv;
-      if (pairs) *reinterpret_cast<uint32_t*>(row + 8 * n) = attention::pack_pair<E>(x, y);
-      else row[8 * n] = from_f32<E>(x), row[8 * n + 1] = from_f32<E>(y);
+      const uint32_t pair = attention::pack_pair<E>(acc[4 * n + 2 * hf] * inv, acc[4 * n + 2 * hf + 1] * inv);
+      unsigned char* panel = reinterpret_cast<unsigned char*>(&s.q[n / 8][c * 64 * 64]);
+      memcpy(panel + o_at(r, 8 * n + 2 * t), &pair, sizeof(pair));
     }
-    if (t == 0) lse[h * m.total_q + token] = sum > 0 ? row_max[hf] * kLn2 + logf(sum) : INFINITY;
+    const int64_t i = i0 + 64 * c + r;
+    if (t == 0 && i < sq) lse[h * m.total_q + o.q[b] + i] = sum > 0 ? row_max[hf] * kLn2 + logf(sum) : INFINITY;
+  }
+  kl::ptx::bar_sync(1 + c, 128);  // this consumer's O rows are all in shared memory
+  const bool whole_chunks = reinterpret_cast<uintptr_t>(out) % 16 == 0;  // else O is a view off 16-byte boundaries
+  for (int e = tid; e < 64 * (D / 8); e += 128) {
+    const int r = e / (D / 8), x = e % (D / 8);
+    const int64_t i = i0 + 64 * c + r;
+    if (i >= sq) break;
+    const uint4 chunk = *reinterpret_cast<const uint4*>(reinterpret_cast<const unsigned char*>(&s.q[x / 8][c * 64 * 64]) + o_at(r, 8 * x));
+    E* dst = out + ((o.q[b] + i) * m.heads + h) * D + 8 * x;
+    if (whole_chunks) {
+      *reinterpret_cast<uint4*>(dst) = chunk;
+    } else {
+      E v[8];
+      memcpy(static_cast<void*>(v), &chunk, sizeof(chunk));
+      KL_UNROLL
+      for (int k = 0; k < 8; ++k) dst[k] = v[k];
+    }
   }
 #endif
 }
