@@ -30,7 +30,7 @@ for d in 128 64 256; do
 done
 for d in 128 64; do
   for s in 1024 4096 16384; do
-    only=(); [ "$s" -gt 2048 ] && only=(--variant cuda_flash2 cudnn_sdpa_bwd)
+    only=(); [ "$s" -gt 2048 ] && only=(--variant cuda_flash2_mma cudnn_sdpa_bwd)
     run "bwd-d$d-s$s-c1" attention_bwd --batch $((16384 / s)) --heads $((2048 / d)) --kv-heads $((2048 / d)) --seq-q "$s" \
       --seq-kv "$s" --head-dim "$d" --causal 1 --dtype bf16 "${only[@]}"
   done
@@ -38,7 +38,9 @@ done
 run "fwd-llama3-gqa-s8192" attention --batch 1 --heads 64 --kv-heads 8 --seq-q 8192 --seq-kv 8192 --head-dim 128 --causal 1 \
   --dtype bf16 --variant $fast
 run "bwd-llama3-gqa-s8192" attention_bwd --batch 1 --heads 64 --kv-heads 8 --seq-q 8192 --seq-kv 8192 --head-dim 128 --causal 1 \
-  --dtype bf16 --variant cuda_flash2 cudnn_sdpa_bwd
+  --dtype bf16 --variant cuda_flash2_mma cudnn_sdpa_bwd
+run "bwd-deterministic-d128-s4096" attention_bwd --batch 4 --heads 16 --kv-heads 16 --seq-q 4096 --seq-kv 4096 --head-dim 128 \
+  --causal 1 --deterministic 1 --dtype bf16 --variant cuda_flash2_mma cudnn_sdpa_bwd
 for s in 64 128 256 512; do  # where the tensor-core rung stops winning
   run "short-s$s" attention --batch 8 --heads 16 --kv-heads 16 --seq-q "$s" --seq-kv "$s" --head-dim 128 --dtype bf16
 done

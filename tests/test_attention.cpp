@@ -246,28 +246,31 @@ TEST(AttentionBwd, DeterministicDqHasTheSameBitsInEitherBlockOrder) {
   const Op& op = kl::find_op("attention_bwd");
   static kl::DeviceSet devices = kl::open_devices({kl::Backend::sim});
   kl::Device& sim = *kl::find_device(devices, kl::Backend::sim);
-  const kl::Variant& rung = *op.find_variant("cuda_flash2");
-  const auto dq = [&](const char* deterministic, kl::sim::Order order) {
-    const Problem p = kl::make_problem(op, DType::f16,
-                                       {{"batch", 2}, {"seq_q", 100}, {"seq_kv", 300}, {"heads", 4}, {"kv_heads", 2}, {"head_dim", 64}},
-                                       {{"causal", "1"}, {"deterministic", deterministic}});
-    std::vector<double> out;
-    kl::Variant v = rung;
-    v.configs[0].sim_run = [&](const Problem& q, const kl::Args& a) {
-      rung.configs[0].sim_run(q, a);
-      const Tensor host = sim.download(a.out[0]);
-      for (int64_t i = 0; i < host.numel(); ++i) out.push_back(host.get(i));
+  for (const char* name : {"cuda_flash2", "cuda_flash2_mma"}) {
+    SCOPED_TRACE(name);
+    const kl::Variant& rung = *op.find_variant(name);
+    const auto dq = [&](const char* deterministic, kl::sim::Order order) {
+      const Problem p = kl::make_problem(op, DType::f16,
+                                         {{"batch", 2}, {"seq_q", 100}, {"seq_kv", 300}, {"heads", 4}, {"kv_heads", 2}, {"head_dim", 64}},
+                                         {{"causal", "1"}, {"deterministic", deterministic}});
+      std::vector<double> out;
+      kl::Variant v = rung;
+      v.configs[0].sim_run = [&](const Problem& q, const kl::Args& a) {
+        rung.configs[0].sim_run(q, a);
+        const Tensor host = sim.download(a.out[0]);
+        for (int64_t i = 0; i < host.numel(); ++i) out.push_back(host.get(i));
+      };
+      const kl::sim::Options saved = kl::sim::options();
+      kl::sim::options().serial = true, kl::sim::options().order = order;
+      const kl::CheckResult r = kl::check_variant(op, v, v.configs[0], kl::prepare(op, p, 13), sim);
+      kl::sim::options() = saved;
+      EXPECT_TRUE(r.passed) << r.failure;
+      return out;
     };
-    const kl::sim::Options saved = kl::sim::options();
-    kl::sim::options().serial = true, kl::sim::options().order = order;
-    const kl::CheckResult r = kl::check_variant(op, v, v.configs[0], kl::prepare(op, p, 13), sim);
-    kl::sim::options() = saved;
-    EXPECT_TRUE(r.passed) << r.failure;
-    return out;
-  };
-  using kl::sim::Order;
-  EXPECT_EQ(dq("1", Order::forward), dq("1", Order::reverse));
-  EXPECT_NE(dq("0", Order::forward), dq("0", Order::reverse)) << "the atomics' order shows in dQ's last bits";
+    using kl::sim::Order;
+    EXPECT_EQ(dq("1", Order::forward), dq("1", Order::reverse));
+    EXPECT_NE(dq("0", Order::forward), dq("0", Order::reverse)) << "the atomics' order shows in dQ's last bits";
+  }
 }
 #endif
 

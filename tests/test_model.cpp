@@ -275,6 +275,8 @@ TEST(Explain, AttentionTilesAndRecomputation) {
   const std::string bwd = explain(request("attention", "h200", dims, {"backward"}), nullptr);
   EXPECT_THAT(bwd, HasSubstr("(20% of its"));
   EXPECT_THAT(bwd, HasSubstr("writing and reading " + fmt::format("{:.4g}", 2.0 * 32 * 8192 * 8192 * 2) + " B"));
+  EXPECT_THAT(bwd, HasSubstr("K + V 32 KiB + 2 stages x (Q + dO) 32 KiB + dS^T 4 KiB + LSE and D 0.5 KiB = 68.5 KiB per block"));
+  EXPECT_THAT(bwd, HasSubstr("Q and dO are read once per 64 keys: 128 x"));
 }
 
 // explain decode: at 32k tokens on an H200 the cache read sets the time (8 FLOP/B at group 8, bf16),

@@ -399,6 +399,25 @@ TEST(SimProfile, AttentionBackwardRecomputesPAndPaysForAtomicDq) {
   EXPECT_NEAR(a["model_dram_bytes"].get<double>() - d["model_dram_bytes"].get<double>(), 2 * dq_fp32, 0.02 * dq_fp32)
       << "the fp32 dQ written by the atomics, read by dq_convert";
   EXPECT_GT(naive["model_dram_over_min"].get<double>(), 1.9);
+  // On tensor cores: the five products of 2 b h s^2 d FLOPs each (2.5x the forward's) as mma.sync,
+  // 4096 FLOPs an instruction; the deterministic dQ pass recomputes S and dP (7 products, 1.4x).
+  // Fragments by ldmatrix and dS^T, dK, dV through swizzled rows without a bank conflict; Q and dO
+  // by cp.async once per 64 keys; one atomic request per 8 query rows x 4 column pairs.
+  const json ta = rung(atomic, "cuda_flash2_mma"), td = rung(fixed, "cuda_flash2_mma");
+  EXPECT_TRUE(ta["checked"].get<bool>()) << ta["check_failure"];
+  EXPECT_TRUE(td["checked"].get<bool>()) << td["check_failure"];
+  const double flops = 2.5 * 4 * 2 * 128 * 128 * 64, operand = 128.0 * 2 * 64 * 2;  // one of Q, K, V, dO in bytes
+  EXPECT_EQ(sum(ta, "sm__inst_executed_pipe_tensor_op_hmma.sum"), flops / 4096);
+  EXPECT_EQ(sum(td, "sm__inst_executed_pipe_tensor_op_hmma.sum"), 1.4 * flops / 4096);
+  for (const json* r : {&ta, &td}) {
+    EXPECT_EQ(sum(*r, "sim__ldsm_bank_conflicts.sum"), 0);
+    EXPECT_EQ(sum(*r, kShStConf), 0);
+  }
+  EXPECT_EQ(sum(ta, "sim__ldgsts_bytes.sum"), 2 * operand + (128 / 64) * 2 * operand) << "K, V once; Q, dO once per 64 keys";
+  EXPECT_EQ(sum(ta, kAtomReq), (128 / 64) * 2 * (128 / 32) * 4 * 16) << "key blocks x heads x query tiles x warps x 16";
+  EXPECT_EQ(sum(ta, kAtomSec), 8 * sum(ta, kAtomReq));
+  EXPECT_EQ(sum(ta, kAtomReq) * 2, sum(a, kAtomReq)) << "half the CUDA-core rung's requests: 64 keys a block, not 32";
+  EXPECT_NEAR(td["model_dram_over_min"].get<double>(), 1.0, 0.01);
 }
 
 // Decode over a paged cache (b 1, 8 query heads on one kv head, 1024 tokens in 16-token pages):

@@ -157,6 +157,17 @@ std::string attention_story(const Request& req, const Analysis& a) {
                      num(recompute), 100 * recompute / flash.flops, num(flash.flops), secs(recompute / a.peak.value),
                      num(a.peak.value / 1e12), num(p_bytes), secs(p_bytes / a.bandwidth.value), gbps(a.bandwidth.value),
                      num(scores * e / 1e9), num((p_bytes / a.bandwidth.value) / (recompute / a.peak.value)));
+    // The tensor-core backward's tile (src/ops/attention/cuda/v13_bwd_flash2_mma.cu; fp16/bf16 tiles).
+    const double key_blocks = std::ceil(static_cast<double>(sh.seq_kv) / 64);
+    const double q_and_do = 2.0 * static_cast<double>(sh.batch * sh.heads * sh.seq_q) * d * e;
+    s += fmt::format("  tiles        cuda_flash2_mma (backward): 64 keys (16 per warp) x 32 queries a step; shared memory K + V "
+                     "{} KiB + 2 stages x (Q + dO) {} KiB + dS^T 4 KiB + LSE and D 0.5 KiB = {} KiB per block. A lane holds its 16 keys' dK and "
+                     "dV in 2 x 16 x d / 32 = {} fp32 registers beside S^T's and dP^T's 16 each (so the rung stops at d = 128: "
+                     "256 at d = 256). Q and dO are read once per 64 keys: {} x {} B = {} B from L2 for the {} B in HBM; dQ "
+                     "gets one fp32 atomic add per element from each of up to {} key blocks ({} B of adds at most)\n",
+                     num(2 * 64 * d * 2 / 1024), num(2 * 2 * 32 * d * 2 / 1024), num((4 * 64 * d * 2 + 64 * 32 * 2) / 1024 + 0.5),
+                     num(d), num(key_blocks), num(q_and_do), num(key_blocks * q_and_do), num(q_and_do),
+                     num(key_blocks), num(key_blocks * q_and_do / 2 / e * 4));
     return s;
   }
   // The tensor-core rung's tile (src/ops/attention/cuda/v03_flash2_mma.cu; fp16/bf16 tiles).

@@ -14,29 +14,21 @@
 // Q 64 x d, 2 x (K keys x d + V keys x dv) halves: 40 KB at d 64, 80 KB at d 128, 96 KB at d 256.
 // O is staged over the warp's own Q rows and leaves in 16-byte chunks. HBM traffic as v02's: Q
 // and O once, K and V once per 64 queries.
-#include <cstring>
-
-#include "cuda/ptx.h"
-#include "ops/attention/cuda/attention_common.cuh"
+#include "ops/attention/cuda/mma_common.cuh"
 
 namespace kl::KL_TARGET {
 
 namespace {
 using namespace rowwise;
+using attention::Chunk;
 using attention::Offsets;
 using attention::Shape;
+using attention::mma;
+using attention::swz;
 using attention::visible;
 
 constexpr int kWarps = 4, kThreads = 32 * kWarps, kRows = 16 * kWarps;
 constexpr float kLog2e = 1.4426950408889634f, kLn2 = 0.6931471805599453f;
-
-struct alignas(16) Chunk {  // 8 halves
-  uint32_t w[4];
-};
-
-// Chunk c of row r sits at c ^ (r & 7): a row is a multiple of 128 bytes (d % 64 == 0), so the 8
-// rows an ldmatrix phase reads, and the 8 chunks a store phase writes, fall in 8 different bank groups.
-__device__ __forceinline__ int swz(int r, int c) { return c ^ (r & 7); }
 
 template <int D, int DV> struct Tile {
   static constexpr int kKeys = D > 128 || DV > 128 ? 32 : 64;
@@ -44,21 +36,9 @@ template <int D, int DV> struct Tile {
   static constexpr size_t kSmem = (size_t(kRows) * kQc + 2 * size_t(kKeys) * (kQc + kVc)) * sizeof(Chunk);
 };
 
-template <class E> __device__ __forceinline__ void mma(float (&d)[4], const uint32_t (&a)[4], const uint32_t (&b)[2]) {
-  if constexpr (std::is_same_v<E, __half>) kl::ptx::mma_m16n8k16_f16_f32(d, a, b, d);
-  else kl::ptx::mma_m16n8k16_bf16_f32(d, a, b, d);
-}
-
-// `rows` rows of `chunks` chunks from global rows `stride` elements apart into a swizzled tile;
-// rows at or past `valid` are zero-filled (their scores are masked, their values weigh 0).
 template <class E>
 __device__ __forceinline__ void load_rows(Chunk* tile, const E* __restrict__ src, int64_t stride, int rows, int chunks, int valid) {
-  for (int e = threadIdx.x; e < rows * chunks; e += kThreads) {
-    const int r = e / chunks, c = e % chunks;
-    Chunk* dst = tile + r * chunks + swz(r, c);
-    if (r < valid) kl::ptx::cp_async_16(dst, src + r * stride + 8 * c);
-    else *dst = Chunk{};
-  }
+  attention::load_rows<kThreads>(tile, src, stride, rows, chunks, valid);
 }
 
 template <class E, int D, int DV>
@@ -176,12 +156,7 @@ __global__ void __launch_bounds__(kThreads) flash2(const E* __restrict__ q, cons
       for (int n = 0; n < kOn; ++n) acc[n][2 * hf] *= rescale, acc[n][2 * hf + 1] *= rescale;
     }
     KL_UNROLL
-    for (int kk = 0; kk < kSn / 2; ++kk) {
-      p[kk][0] = attention::pack_pair<E>(s[2 * kk][0], s[2 * kk][1]);
-      p[kk][1] = attention::pack_pair<E>(s[2 * kk][2], s[2 * kk][3]);
-      p[kk][2] = attention::pack_pair<E>(s[2 * kk + 1][0], s[2 * kk + 1][1]);
-      p[kk][3] = attention::pack_pair<E>(s[2 * kk + 1][2], s[2 * kk + 1][3]);
-    }
+    for (int kk = 0; kk < kSn / 2; ++kk) attention::a_from_accumulators<E>(p[kk], s[2 * kk], s[2 * kk + 1]);
     KL_UNROLL
     for (int kk = 0; kk < kSn / 2; ++kk)
       KL_UNROLL
@@ -198,38 +173,20 @@ __global__ void __launch_bounds__(kThreads) flash2(const E* __restrict__ q, cons
   // fragments over its own 16 Q rows (read by no other warp), then stores those rows.
   __syncwarp();
   Chunk* o_rows = sq_tile + 16 * warp * kQc;
+  float inv[2];
   KL_UNROLL
   for (int hf = 0; hf < 2; ++hf) {
     float sum = row_sum[hf];
     sum += __shfl_xor_sync(0xffffffffu, sum, 1);
     sum += __shfl_xor_sync(0xffffffffu, sum, 2);
-    const int r = gid + 8 * hf;
-    const float inv = sum > 0 ? 1.0f / sum : 0.0f;
-    KL_UNROLL
-    for (int n = 0; n < kOn; ++n) {
-      const uint32_t pair = attention::pack_pair<E>(acc[n][2 * hf] * inv, acc[n][2 * hf + 1] * inv);
-      memcpy(reinterpret_cast<char*>(&o_rows[r * kQc + swz(r, n)]) + 4 * tid, &pair, sizeof(pair));
-    }
-    const int row = 16 * warp + r;
+    inv[hf] = sum > 0 ? 1.0f / sum : 0.0f;
+    const int row = 16 * warp + gid + 8 * hf;
     if (tid == 0 && row < rows) lse[h * m.total_q + o.q[b] + i0 + row] = sum > 0 ? row_max[hf] * kLn2 + logf(sum) : INFINITY;
   }
+  attention::stage_fragments<E>(o_rows, kQc, acc, inv);
   __syncwarp();
-  const bool whole_chunks = reinterpret_cast<uintptr_t>(out) % 16 == 0;  // else O is a view off 16-byte boundaries
-  for (int e = lane; e < 16 * kVc; e += 32) {
-    const int r = e / kVc, c = e % kVc;
-    if (16 * warp + r >= rows) break;
-    const int64_t token = o.q[b] + i0 + 16 * warp + r;
-    E* dst = out + (token * m.heads + h) * DV + 8 * c;
-    const Chunk chunk = o_rows[r * kQc + swz(r, c)];
-    if (whole_chunks) {
-      *reinterpret_cast<Chunk*>(dst) = chunk;
-    } else {
-      E e[8];
-      memcpy(static_cast<void*>(e), &chunk, sizeof(chunk));
-      KL_UNROLL
-      for (int i = 0; i < 8; ++i) dst[i] = e[i];
-    }
-  }
+  const int warp_rows = rows - 16 * warp < 16 ? rows - 16 * warp : 16;
+  attention::store_rows(o_rows, kQc, kVc, out + ((o.q[b] + i0 + 16 * warp) * m.heads + h) * DV, int64_t{m.heads} * DV, warp_rows);
 }
 
 template <class E, int D, int DV> void run(const AttentionParams& p, const Args& a) {

@@ -11,7 +11,7 @@
 // --deterministic: no atomics. `grad_kv` leaves dQ alone and `grad_q` (one block per sequence,
 // head, 32 queries) walks the key tiles itself, recomputing S, P, dP and dS (the forward's two
 // products again: 7 instead of 5 per tile, 40% more FLOPs) to sum dQ in registers in a fixed order.
-#include "ops/attention/cuda/attention_common.cuh"
+#include "ops/attention/cuda/bwd_common.cuh"
 
 namespace kl::KL_TARGET {
 
@@ -98,16 +98,6 @@ template <class E> __device__ void probabilities(const Tiles<E>& t, const Shape&
     t.p[r * (kKeys + 1) + jj] = p;
     t.ds[r * (kKeys + 1) + jj] = ds;
   }
-}
-
-template <class E>
-__global__ void row_dot(const E* __restrict__ out, const E* __restrict__ d_out, float* __restrict__ d, Shape m) {
-  const int64_t row = (int64_t{blockIdx.x} * kThreads + threadIdx.x) / 32;  // token * heads + h
-  if (row >= m.total_q * m.heads) return;
-  float acc = 0;
-  for (int c = threadIdx.x % 32; c < m.dv; c += 32) acc += to_f32(out[row * m.dv + c]) * to_f32(d_out[row * m.dv + c]);
-  acc = warp_reduce(acc, Sum{});
-  if (threadIdx.x % 32 == 0) d[(row % m.heads) * m.total_q + row / m.heads] = acc;
 }
 
 // kAtomicDq: also add scale dS K into dq_acc (fp32, [total_q, h, d]).
@@ -200,27 +190,15 @@ __global__ void __launch_bounds__(kThreads) grad_q(Inputs in, E* __restrict__ dq
     if (cg + 8 * n < m.d) dq[(token * m.heads + h) * m.d + cg + 8 * n] = from_f32<E>(m.scale * acc[n]);
 }
 
-template <class E> __global__ void dq_convert(const float* __restrict__ acc, E* __restrict__ dq, int64_t n) {
-  const int64_t e = int64_t{blockIdx.x} * kThreads + threadIdx.x;
-  if (e < n) dq[e] = from_f32<E>(acc[e]);
-}
-
-size_t d_bytes(const AttentionParams& p) { return attention::round256(size_t(p.heads * p.total_q()) * sizeof(float)); }
-size_t dq_bytes(const AttentionParams& p) { return p.deterministic ? 0 : size_t(p.total_q() * p.heads * p.head_dim) * sizeof(float); }
-
 template <class E> void run(const AttentionParams& p, const Args& a) {
   const cudaStream_t stream = static_cast<cudaStream_t>(a.stream);
   const Offsets o = attention::upload_offsets(p, a);
-  char* at = static_cast<char*>(a.workspace) + attention::offset_bytes(p);
-  float* d = reinterpret_cast<float*>(at);
-  float* dq_acc = reinterpret_cast<float*>(at + d_bytes(p));
+  float *d, *dq_acc;
+  attention::start_backward(p, a, static_cast<const E*>(a.in[3].data()), static_cast<const E*>(a.in[5].data()), d, dq_acc);
   const Inputs in{a.in[0].data(), a.in[1].data(), a.in[2].data(), a.in[5].data(), static_cast<const float*>(a.in[4].data()), d};
   E *dq = static_cast<E*>(a.out[0].data()), *dk = static_cast<E*>(a.out[1].data()), *dv = static_cast<E*>(a.out[2].data());
   const Shape m = attention::shape_of(p);
   const size_t smem = smem_bytes<E>(int(p.head_dim), int(p.head_dim_v));
-  const auto blocks = [](int64_t threads) { return unsigned((threads + kThreads - 1) / kThreads); };
-  KL_LAUNCH(row_dot<E>, blocks(p.total_q() * p.heads * 32), kThreads, 0, stream, static_cast<const E*>(a.in[3].data()),
-            static_cast<const E*>(in.d_out), d, m);
   const dim3 kv_grid(unsigned((attention::longest_kv(p) + kKeys - 1) / kKeys), unsigned(p.batch * p.kv_heads));
   if (p.deterministic) {
     allow_dynamic_smem<grad_kv<E, false>>(int(smem_bytes<E>(kMaxDim, kMaxDim)));
@@ -231,10 +209,8 @@ template <class E> void run(const AttentionParams& p, const Args& a) {
     return;
   }
   allow_dynamic_smem<grad_kv<E, true>>(int(smem_bytes<E>(kMaxDim, kMaxDim)));
-  check_cuda(cudaMemsetAsync(dq_acc, 0, dq_bytes(p), stream), "cudaMemsetAsync");
   KL_LAUNCH((grad_kv<E, true>), kv_grid, kThreads, smem, stream, in, dk, dv, dq_acc, m, o);
-  const int64_t n = p.total_q() * p.heads * p.head_dim;
-  KL_LAUNCH(dq_convert<E>, blocks(n), kThreads, 0, stream, dq_acc, dq, n);
+  attention::finish_atomic_dq<E>(p, a, dq_acc);
 }
 
 void launch(const AttentionParams& p, const Args& a) {
@@ -254,11 +230,11 @@ KL_RUNGS {
     if (p.batch * p.heads > 65535) return "batch x heads must fit a grid dimension (65535)";
     return {};
   };
-  r.workspace_bytes = [](const AttentionParams& p) { return attention::offset_bytes(p) + d_bytes(p) + dq_bytes(p); };
+  r.workspace_bytes = attention::bwd_workspace_bytes;
   r.configs = {{.name = "32x32_256",
                 .threads = kThreads,
                 .dynamic_smem = int64_t(smem_bytes<__half>(128, 128)),  // at d = dv = 128 in fp16/bf16; 137.6 KiB at 256 in fp32
-                .kernels = {{for_elements([](auto e) { return KL_KERNEL(row_dot<decltype(e)>); }), {"shfl.sync.bfly"}, {"SHFL.BFLY"}},
+                .kernels = {{for_elements([](auto e) { return KL_KERNEL(attention::row_dot<decltype(e)>); }), {"shfl.sync.bfly"}, {"SHFL.BFLY"}},
                             {for_elements([](auto e) { return KL_KERNEL(grad_kv<decltype(e), true>); }),
                              {"bar.sync", "ex2.approx", "atom.global.add.f32"},
                              {"BAR.SYNC", "MUFU.EX2", "REDG.E.ADD.F32"}},
@@ -267,7 +243,7 @@ KL_RUNGS {
                              {"BAR.SYNC", "MUFU.EX2"}},
                             {for_elements([](auto e) { return KL_KERNEL(grad_q<decltype(e)>); }), {"bar.sync", "ex2.approx"},
                              {"BAR.SYNC", "MUFU.EX2"}},
-                            {for_elements([](auto e) { return KL_KERNEL(dq_convert<decltype(e)>); }), {}, {}}},
+                            {for_elements([](auto e) { return KL_KERNEL(attention::dq_convert<decltype(e)>); }), {}, {}}},
                 .run = launch}};
   return {variant_of(r)};
 }
