@@ -8,6 +8,8 @@ import json
 import pathlib
 import sys
 
+from bench_points import measured_files
+
 PEER = {"attention": "cudnn_sdpa", "attention_bwd": "cudnn_sdpa_bwd"}
 
 
@@ -29,22 +31,13 @@ def main(folder, probe=None):
     copy = None
     if probe and pathlib.Path(probe).is_file():
         copy = find(json.loads(pathlib.Path(probe).read_text()), "copy_bytes_per_s")
-    files = sorted(pathlib.Path(folder).glob("*.json"))
-    if not files:
-        print(f"no attention bench results in {folder}")
+    files = measured_files(folder, "attention")
+    if files is None:
         return 1
-    for f in files:
-        try:
-            points = json.loads(f.read_text()).get("points", [])
-        except json.JSONDecodeError:
-            print(f"{f.stem}: not JSON (the bench call failed; see its log)")
-            continue
-        if not points:
-            print(f"{f.stem}: no points (nothing ran)")
-            continue
-        op = points[0].get("op", f.stem.split("-")[0])
+    for stem, points in files:
+        op = points[0].get("op", stem.split("-")[0])
         peer = next((p for p in points if p["variant"] == PEER.get(op)), None)
-        print(f"{f.stem} ({points[0]['label']} {points[0]['dtype']})" + ("" if peer or op == "decode" else ": no peer point"))
+        print(f"{stem} ({points[0]['label']} {points[0]['dtype']})" + ("" if peer or op == "decode" else ": no peer point"))
         for p in sorted(points, key=lambda p: p["median_s"]):
             line = f"  {p['variant']:18s} {p['median_s'] * 1e6:10.1f} us {p['flops'] / p['median_s'] / 1e12:8.1f} TFLOP/s"
             if peer:

@@ -182,10 +182,10 @@ std::string attention_story(const Request& req, const Analysis& a) {
                    num(d / 2), num(keys / 2), num(q_tiles * static_cast<double>(sh.heads) / static_cast<double>(sh.kv_heads)),
                    num(kv_once), num(q_tiles * static_cast<double>(sh.heads) / static_cast<double>(sh.kv_heads) * kv_once),
                    num(kv_once));
-  if (sh.head_dim == 64 || sh.head_dim == 128)  // src/ops/attention/cuda/v04_hopper_wgmma.cu
+  if (sh.head_dim == 64 || sh.head_dim == 128 || sh.head_dim == 256)  // src/ops/attention/cuda/v04_hopper_wgmma.cu
     s += fmt::format("               cuda_hopper_wgmma (sm_90a): 128 queries (two consumer warpgroups of 64) x 64 keys; Q {} KiB "
                      "+ 2 stages x (K + V) {} KiB = {} KiB by TMA; a consumer thread holds O's 64 x d / 128 = {} and S's 32 "
-                     "fp32 registers (232 after setmaxnreg), P goes from registers straight into the PV wgmma\n",
+                     "fp32 registers (240 after setmaxnreg), P goes from registers straight into the PV wgmma\n",
                      num(128 * d * 2 / 1024), num(2 * 64 * d * 2 / 1024), num((128 * d + 4 * 64 * d) * 2 / 1024), num(d / 2));
   if (flash.compute_bound) return s;
   const double kv_bytes = 2.0 * static_cast<double>(sh.batch) * static_cast<double>(sh.kv_heads) *

@@ -94,6 +94,14 @@ template <auto kernel> void allow_dynamic_smem(int bytes) {
   (void)done;
 }
 
+// The current device's SM count (grids sized to fill the GPU: split-KV, persistent kernels).
+inline int sm_count() {
+  int device = 0, sms = 0;
+  check_cuda(cudaGetDevice(&device), "cudaGetDevice");
+  check_cuda(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, device), "cudaDeviceGetAttribute");
+  return sms;
+}
+
 // One configuration of a rung, typed by the op's parameter struct P.
 template <class P> struct RungConfig {
   std::string name = {};

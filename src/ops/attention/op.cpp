@@ -172,6 +172,7 @@ std::vector<Problem> attention_check_cases(const Op& op, const std::map<std::str
   cases.push_back({shape(33, 127, 8, 1, 64), {{"causal", "1"}}});   // MQA: 8 query heads on one kv head
   cases.push_back({shape(127, 33, 8, 2, 64), {}});                  // GQA 4
   cases.push_back({shape(33, 33, 2, 1, 128), {{"causal", "1"}}});   // head dims 128, 256, and 192/128
+  cases.push_back({shape(127, 60, 4, 2, 128), {}});                 // (and d 128 with the op's options)
   cases.push_back({shape(33, 127, 2, 2, 256), {{"causal", "1"}}});
   {
     Dims d = shape(33, 33, 2, 2, 192);

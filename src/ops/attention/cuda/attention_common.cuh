@@ -58,6 +58,12 @@ __device__ __forceinline__ void queries_seeing(const Shape& m, int64_t sq, int64
   hi = a;
 }
 
+// Why a rung whose grid's y dimension is (sequence, head) refuses a shape; empty when it fits.
+inline Reason heads_must_fit_grid(const AttentionParams& p) {
+  if (p.batch * p.heads > 65535) return "batch x heads must fit a grid dimension (65535)";
+  return {};
+}
+
 // n bytes rounded up to 256: workspace parts that start 256-byte aligned.
 inline size_t round256(size_t n) { return (n + 255) / 256 * 256; }
 

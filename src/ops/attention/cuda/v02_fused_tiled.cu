@@ -137,8 +137,7 @@ KL_RUNGS {
            "reach HBM, masked key tiles are skipped, K and V read once per query tile";
   r.supports = [](const AttentionParams& p) -> Reason {
     if (p.head_dim > kMaxDim || p.head_dim_v > kMaxDim) return "head dims up to 256 (a lane holds dv/32 outputs per row)";
-    if (p.batch * p.heads > 65535) return "batch x heads must fit a grid dimension (65535)";
-    return {};
+    return attention::heads_must_fit_grid(p);
   };
   r.workspace_bytes = [](const AttentionParams& p) { return attention::offset_bytes(p); };
   r.configs = {{.name = "32x32_128",

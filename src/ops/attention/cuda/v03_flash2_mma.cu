@@ -229,8 +229,7 @@ KL_RUNGS {
     const bool dims = (p.head_dim == p.head_dim_v && (p.head_dim == 64 || p.head_dim == 128 || p.head_dim == 256)) ||
                       (p.head_dim == 192 && p.head_dim_v == 128);
     if (!dims) return "head dims 64, 128, 256 (d = dv) and 192/128: each pair is compiled";
-    if (p.batch * p.heads > 65535) return "batch x heads must fit a grid dimension (65535)";
-    return {};
+    return attention::heads_must_fit_grid(p);
   };
   r.workspace_bytes = [](const AttentionParams& p) { return attention::offset_bytes(p); };
   std::vector<KernelRef> kernels = kernels_of<__half>();

@@ -2,8 +2,8 @@
 // 128 queries of one (sequence, head):
 //   producer     one thread issues TMA loads: Q once, then K and V tiles of 64 keys into two
 //                stages each (128-byte swizzle, 3-D tensor maps over [tokens, heads, d], so GQA
-//                and variable length are coordinates), on full/empty mbarriers; it keeps 40
-//                registers (setmaxnreg.dec) so that the consumers can take 232
+//                and variable length are coordinates), on full/empty mbarriers; it keeps 24
+//                registers (setmaxnreg.dec) so that the consumers can take 240
 //   consumers    two warpgroups of 64 queries each: S = Q K^T by wgmma (both operands from
 //                shared memory, K-major), the online softmax on the accumulators, O += P V by
 //                wgmma with P from registers and V MN-major (imm-trans-b: V's rows as TMA lands them)
@@ -11,8 +11,9 @@
 // (issued behind S of tile j, waited after the softmax: FA3's intra-warpgroup pipelining), so
 // exp2 and the row reductions hide behind a GEMM. Key tiles the mask hides from all 128 queries are
 // neither loaded nor multiplied; only tiles the mask cuts are masked element by element.
-// Shared memory: Q 128 x d, 2 stages x (K + V) 64 x d: 96 KiB at d = 128, 48 KiB at d = 64. O is
-// staged over Q's rows at the end and leaves in 16-byte chunks.
+// Shared memory: Q 128 x d, 2 stages x (K + V) 64 x d: 48 KiB at d = 64, 96 KiB at 128, 192 KiB
+// at 256 (where O's 128 accumulators a thread beside S's 32 and P's 16 need the 240 registers). O
+// is staged over Q's rows at the end and leaves in 16-byte chunks.
 #include "cuda/ptx.h"
 #include "ops/attention/cuda/attention_common.cuh"
 #include "ops/gemm/cuda/hopper_tile.cuh"
@@ -83,8 +84,16 @@ template <class E, int D> __device__ __forceinline__ void issue_values(Smem<D>& 
       if constexpr (std::is_same_v<E, __half>) kl::ptx::wgmma_m64n64k16_f32_f16_rs_mn(o, p[kk], dv, 1);
       else kl::ptx::wgmma_m64n64k16_f32_bf16_rs_mn(o, p[kk], dv, 1);
     } else {
-      if constexpr (std::is_same_v<E, __half>) kl::ptx::wgmma_m64n128k16_f32_f16_rs_mn(o, p[kk], dv, 1);
-      else kl::ptx::wgmma_m64n128k16_f32_bf16_rs_mn(o, p[kk], dv, 1);
+      // n128 a time: at d 256 the second covers panels 2-3 into O's accumulators of columns 128-255
+      // (the m64nN fragment puts column 8j's registers at 4j, so they are the array's second half).
+      KL_UNROLL
+      for (int half = 0; half < D / 128; ++half) {
+        float(&oh)[64] = *reinterpret_cast<float(*)[64]>(&o[64 * half]);
+        const uint64_t dvh =
+            half == 0 ? dv : kl::ptx::smem_descriptor(&s.v[st][2 * half][kk * 16 * 64], kKeys * 128, 1024, kl::ptx::Swizzle::b128);
+        if constexpr (std::is_same_v<E, __half>) kl::ptx::wgmma_m64n128k16_f32_f16_rs_mn(oh, p[kk], dvh, 1);
+        else kl::ptx::wgmma_m64n128k16_f32_bf16_rs_mn(oh, p[kk], dvh, 1);
+      }
     }
   }
   kl::ptx::wgmma_commit();
@@ -115,7 +124,7 @@ __global__ void __launch_bounds__(kThreads, 1)
   __syncthreads();
   constexpr int kPanels = D / 64, kTileBytes = kKeys * D * 2;
   if (wg == 0) {  // producer
-    kl::ptx::setmaxnreg_dec<40>();
+    kl::ptx::setmaxnreg_dec<24>();
     if (tid / 32 == 0 && kl::ptx::elect_sync()) {
       kl::ptx::mbarrier_arrive_expect_tx(&s.q_full, kRows * D * 2);
       for (int p = 0; p < kPanels; ++p) kl::ptx::tma_load_3d(s.q[p], &maps.q, 64 * p, h, int(o.q[b] + i0), &s.q_full);
@@ -131,16 +140,10 @@ __global__ void __launch_bounds__(kThreads, 1)
     }
     return;
   }
-  kl::ptx::setmaxnreg_inc<232>();
+  kl::ptx::setmaxnreg_inc<240>();
   const int c = wg - 1, w = tid / 32, gid = tid % 32 / 4, t = tid % 4;
-  // This thread's rows (of the block's 128): 64c + 16w + gid + 8hf, and the keys each sees.
-  int64_t first[2], last[2];
-  KL_UNROLL
-  for (int hf = 0; hf < 2; ++hf) {
-    const int64_t i = i0 + 64 * c + 16 * w + gid + 8 * hf;
-    first[hf] = last[hf] = 0;
-    if (i < sq) visible(m, sq, sk, i, first[hf], last[hf]);
-  }
+  // This thread's rows (of the block's 128): 64c + 16w + gid + 8hf (their keys are found on cut tiles only).
+  const int64_t row0 = i0 + 64 * c + 16 * w + gid;
   const float scale2 = m.scale * kLog2e;
   float row_max[2] = {-INFINITY, -INFINITY}, row_sum[2] = {0, 0}, acc[D / 2] = {}, rescale[2] = {1, 1};
   uint32_t p[4][4];  // P of the last tile as the A fragments of four k16 steps (S's accumulator layout is mma's A layout)
@@ -168,12 +171,14 @@ __global__ void __launch_bounds__(kThreads, 1)
     const bool cut = j0 < all_lo || j0 + kKeys > all_hi;
     KL_UNROLL
     for (int hf = 0; hf < 2; ++hf) {
+      int64_t first = 0, last = 0;  // the keys this row sees (none past the sequence)
+      if (cut && row0 + 8 * hf < sq) visible(m, sq, sk, row0 + 8 * hf, first, last);
       float tile_max = -INFINITY;
       KL_UNROLL
       for (int i = 0; i < 32; ++i) {
         if ((i % 4) / 2 != hf) continue;
         const int64_t key = j0 + 8 * (i / 4) + 2 * t + i % 2;
-        sc[i] = cut && (key < first[hf] || key >= last[hf]) ? -INFINITY : sc[i] * scale2;
+        sc[i] = cut && (key < first || key >= last) ? -INFINITY : sc[i] * scale2;
         tile_max = fmaxf(tile_max, sc[i]);
       }
       tile_max = fmaxf(tile_max, __shfl_xor_sync(0xffffffffu, tile_max, 1));
@@ -266,9 +271,15 @@ template <class E, int D> void run(const AttentionParams& p, const Args& a) {
             static_cast<float*>(a.out[1].data()), attention::shape_of(p), o);
 }
 
+template <class E> void run_dims(const AttentionParams& p, const Args& a) {
+  if (p.head_dim == 64) run<E, 64>(p, a);
+  else if (p.head_dim == 128) run<E, 128>(p, a);
+  else run<E, 256>(p, a);
+}
+
 void launch(const AttentionParams& p, const Args& a) {
-  if (p.dtype == DType::f16) p.head_dim == 64 ? run<__half, 64>(p, a) : run<__half, 128>(p, a);
-  else p.head_dim == 64 ? run<__nv_bfloat16, 64>(p, a) : run<__nv_bfloat16, 128>(p, a);
+  if (p.dtype == DType::f16) run_dims<__half>(p, a);
+  else run_dims<__nv_bfloat16>(p, a);
 }
 }  // namespace
 
@@ -277,13 +288,13 @@ KL_RUNGS {
   r.op = "attention";
   r.name = "cuda_hopper_wgmma";
   r.note = "FlashAttention-3 on sm_90a: a TMA producer warpgroup and two wgmma consumer warpgroups (128 queries per block, "
-           "64-key tiles in two stages), P from registers into wgmma with V MN-major, the softmax of one tile overlapped with "
-           "the last tile's PV";
+           "64-key tiles in two stages, d 64/128/256), P from registers into wgmma with V MN-major, the softmax of one tile "
+           "overlapped with the last tile's PV";
   r.supports = [](const AttentionParams& p) -> Reason {
     if (p.dtype != DType::f16 && p.dtype != DType::bf16) return "a tensor-core rung: fp16 or bf16";
-    if (p.head_dim != p.head_dim_v || (p.head_dim != 64 && p.head_dim != 128))
-      return "head dims 64 and 128 (d = dv): O's 64 x d accumulators beside two S tiles fit a consumer's 232 registers";
-    if (p.batch * p.heads > 65535) return "batch x heads must fit a grid dimension (65535)";
+    if (p.head_dim != p.head_dim_v || (p.head_dim != 64 && p.head_dim != 128 && p.head_dim != 256))
+      return "head dims 64, 128 and 256 (d = dv): each is compiled";
+    if (Reason r = attention::heads_must_fit_grid(p)) return r;
     if (p.total_q() > INT32_MAX || p.total_kv() > INT32_MAX) return "TMA coordinates are 32-bit: at most 2^31 tokens";
     if (const int cc = gemm_hopper::device_cc(); cc != 0 && cc != 90)
       return "a Hopper rung: wgmma, TMA and setmaxnreg need sm_90a, and this GPU is sm_" + std::to_string(cc);
@@ -293,8 +304,9 @@ KL_RUNGS {
   r.configs = {{.name = "128q_64k_1p2c_2stages",
                 .threads = kThreads,
                 .dynamic_smem = smem_bytes<128>(),
-                .kernels = {{{KL_KERNEL(flash3<__half, 64>), KL_KERNEL(flash3<__half, 128>), KL_KERNEL(flash3<__nv_bfloat16, 64>),
-                              KL_KERNEL(flash3<__nv_bfloat16, 128>)},
+                .kernels = {{{KL_KERNEL(flash3<__half, 64>), KL_KERNEL(flash3<__half, 128>), KL_KERNEL(flash3<__half, 256>),
+                              KL_KERNEL(flash3<__nv_bfloat16, 64>), KL_KERNEL(flash3<__nv_bfloat16, 128>),
+                              KL_KERNEL(flash3<__nv_bfloat16, 256>)},
                              {"wgmma.mma_async.sync.aligned.m64n64k16.f32", "cp.async.bulk.tensor.3d.shared::cluster.global",
                               "setmaxnreg.inc.sync.aligned.u32", "elect.sync", "ex2.approx"},
                              {"HGMMA.64x64x16.F32", "UTMALDG.3D", "USETMAXREG", "MUFU.EX2"}}},

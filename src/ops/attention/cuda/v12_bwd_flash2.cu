@@ -227,8 +227,7 @@ KL_RUNGS {
            "pass over the keys (40% more FLOPs, no atomics, the same bits every run)";
   r.supports = [](const AttentionParams& p) -> Reason {
     if (p.head_dim > kMaxDim || p.head_dim_v > kMaxDim) return "head dims up to 256 (a thread holds d/8 columns of dK, dV, dQ)";
-    if (p.batch * p.heads > 65535) return "batch x heads must fit a grid dimension (65535)";
-    return {};
+    return attention::heads_must_fit_grid(p);
   };
   r.workspace_bytes = attention::bwd_workspace_bytes;
   r.configs = {{.name = "32x32_256",

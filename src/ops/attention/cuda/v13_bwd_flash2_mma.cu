@@ -386,8 +386,7 @@ KL_RUNGS {
     if (p.dtype != DType::f16 && p.dtype != DType::bf16) return "a tensor-core rung: fp16 or bf16";
     if (p.head_dim != p.head_dim_v || (p.head_dim != 64 && p.head_dim != 128))
       return "head dims 64 and 128 (d = dv): a warp holds 16 keys' dK and dV in registers, 256 of them at d 256 (160 at 192/128)";
-    if (p.batch * p.heads > 65535) return "batch x heads must fit a grid dimension (65535)";
-    return {};
+    return attention::heads_must_fit_grid(p);
   };
   r.workspace_bytes = attention::bwd_workspace_bytes;
   const std::vector<std::string> ptx = {"mma.sync.aligned.m16n8k16.row.col.f32", "ldmatrix.sync.aligned.m8n8.x4.shared.b16",
@@ -398,11 +397,11 @@ KL_RUNGS {
   r.configs = {{.name = "64k_32q_4warps",
                 .threads = kThreads,
                 .dynamic_smem = int64_t(KvTiles<128, 128>::kSmem),  // grad_kv at d = dv = 128: 68.5 KiB
-                .kernels = {{for_elements([](auto e) { return KL_KERNEL(attention::row_dot<decltype(e)>); }), {"shfl.sync.bfly"}, {"SHFL.BFLY"}},
+                .kernels = {{{KL_KERNEL(attention::row_dot<__half>), KL_KERNEL(attention::row_dot<__nv_bfloat16>)}, {"shfl.sync.bfly"}, {"SHFL.BFLY"}},
                             {kernels(0), ptx_atomic, sass_atomic},
                             {kernels(1), ptx, sass},
                             {kernels(2), ptx, sass},
-                            {for_elements([](auto e) { return KL_KERNEL(attention::dq_convert<decltype(e)>); }), {}, {}}},
+                            {{KL_KERNEL(attention::dq_convert<__half>), KL_KERNEL(attention::dq_convert<__nv_bfloat16>)}, {}, {}}},
                 .run = launch}};
   return {variant_of(r)};
 }

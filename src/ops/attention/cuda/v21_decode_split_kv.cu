@@ -169,13 +169,6 @@ template <class E> __global__ void merge(Out<E> out, Shape m, int splits) {
   if (lane == 0) out.lse[(at % m.heads) * m.tokens + at / m.heads] = lse;
 }
 
-int sm_count() {
-  int device = 0, sms = 0;
-  check_cuda(cudaGetDevice(&device), "cudaGetDevice");
-  check_cuda(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, device), "cudaDeviceGetAttribute");
-  return sms;
-}
-
 int64_t row_chunks(const DecodeParams& p) { return (p.new_tokens * p.group() + kRows - 1) / kRows; }
 
 // --splits, or enough splits for two blocks per SM, each of at least kMinKeysPerSplit keys; then

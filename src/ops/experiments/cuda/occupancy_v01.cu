@@ -15,9 +15,7 @@ __global__ void __launch_bounds__(1024) grid_stride_copy(const float4* __restric
 
 // Threads per block come from the problem (`threads`); the grid from blocks_per_sm and the SM count.
 void launch(const ExpOccupancyParams& p, const Args& a) {
-  int device = 0, sms = 0;
-  check_cuda(cudaGetDevice(&device), "cudaGetDevice");
-  check_cuda(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, device), "cudaDeviceGetAttribute");
+  const int sms = sm_count();
   const int64_t n = p.n, units = n / 4;
   const auto* x = static_cast<const float*>(a.in[0].data());
   auto* y = static_cast<float*>(a.out[0].data());

@@ -110,13 +110,6 @@ __global__ void __launch_bounds__(384, 1)
 #endif
 }
 
-int sm_count() {
-  int device = 0, sms = 0;
-  check_cuda(cudaGetDevice(&device), "cudaGetDevice");
-  check_cuda(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, device), "cudaDeviceGetAttribute");
-  return sms;
-}
-
 template <class T> void launch_as(const GemmParams& p, const Args& a) {
   allow_dynamic_smem<gemm_warp_specialized<T>>(kSmem);
   const Operands<T> o = gemm_tc::operands<T>(p, a);
