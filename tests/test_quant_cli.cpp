@@ -195,15 +195,24 @@ TEST(QuantCli, SafetensorsWeight) {
   const std::string bytes = std::to_string(data.size() * 4);
   const fs::path p = temp_dir() / "w.safetensors";
   write_safetensors(p, "{\"layer.weight\":{\"dtype\":\"F32\",\"shape\":[24,64],\"data_offsets\":[0," + bytes + "]}," +
-                           "\"cube\":{\"dtype\":\"F32\",\"shape\":[4,4,96],\"data_offsets\":[0," + bytes + "]}}", data);
+                           "\"cube\":{\"dtype\":\"F32\",\"shape\":[4,4,96],\"data_offsets\":[0," + bytes + "]}," +
+                           "\"x\":{\"dtype\":\"F32\",\"shape\":[8,64],\"data_offsets\":[0,2048]}," +
+                           "\"x32\":{\"dtype\":\"F32\",\"shape\":[16,32],\"data_offsets\":[0,2048]}}", data);
   const nlohmann::json rows = run_json("quant eval --safetensors '" + p.string() + "' --tensor layer.weight --format int8 --act-rows 4");
   ASSERT_EQ(rows.size(), 1u);
   EXPECT_EQ(rows[0]["rows"], 24);
   EXPECT_EQ(rows[0]["cols"], 64);
   EXPECT_THAT(rows[0]["source"].get<std::string>(), HasSubstr("layer.weight"));
-  Result r = run("quant eval --safetensors '" + p.string() + "' --tensor nope");
+  const nlohmann::json with_x = run_json("quant eval --safetensors '" + p.string() + "' --tensor layer.weight --activations x --format w8a8");
+  ASSERT_EQ(with_x.size(), 2u);
+  EXPECT_EQ(with_x[0]["act_rows"], 8);
+  EXPECT_EQ(with_x[0]["act_source"], "x");
+  Result r = run("quant eval --safetensors '" + p.string() + "' --tensor layer.weight --activations x32");
   EXPECT_EQ(r.code, 2);
-  EXPECT_THAT(r.err, HasSubstr("no tensor 'nope' (it has: cube, layer.weight)"));
+  EXPECT_THAT(r.err, HasSubstr("activations have 32 columns, the weight 64"));
+  r = run("quant eval --safetensors '" + p.string() + "' --tensor nope");
+  EXPECT_EQ(r.code, 2);
+  EXPECT_THAT(r.err, HasSubstr("no tensor 'nope' (it has: cube, layer.weight, x, x32)"));
   r = run("quant eval --safetensors '" + p.string() + "' --tensor cube");
   EXPECT_EQ(r.code, 2);
   EXPECT_THAT(r.err, HasSubstr("needs a 2-D weight"));
@@ -233,6 +242,7 @@ TEST(QuantCli, BadInputExitsTwoNamingTheValue) {
       {"--symmetric --asymmetric --format int4", "excludes"},
       {"--alpha 2", "alpha"},
       {"--tensor w", "--tensor needs --safetensors"},
+      {"--activations x", "--activations needs --safetensors"},
       {"--safetensors /nonexistent/w.safetensors", "--safetensors needs --tensor"},
       {"--safetensors /nonexistent/w.safetensors --tensor w", "cannot open"},
       {"--safetensors x.safetensors --tensor w --rows 5", "excludes"},

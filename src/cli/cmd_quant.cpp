@@ -17,7 +17,7 @@ namespace kl::cli {
 namespace {
 
 struct QuantFlags {
-  std::string safetensors, tensor;
+  std::string safetensors, tensor, activations;
   int64_t rows = 1024, cols = 1024;
   std::string dist = "student-t:3";
   uint64_t seed = 1;
@@ -84,7 +84,11 @@ void run_eval(const QuantFlags& f) {
   if (f.act_rows > kMaxElements || f.act_rows * w.cols > kMaxElements)
     bad_input(fmt::format("--act-rows {} x {} columns: at most 2^26 elements", f.act_rows, w.cols));
   quant::Activations a;
-  a.rows = f.act_rows;
+  if (!f.activations.empty()) {
+    if (f.safetensors.empty()) bad_input("--activations needs --safetensors FILE");
+    a.given = quant::read_safetensors_matrix(f.safetensors, f.activations);
+  }
+  a.rows = a.given ? a.given->rows : f.act_rows;
   a.seed = f.act_seed.value_or(f.seed + 1);
   a.outliers = f.outliers;
   a.outlier_scale = f.outlier_scale;
@@ -104,7 +108,9 @@ void run_eval(const QuantFlags& f) {
     for (const quant::EvalRow& r : rows) {
       nlohmann::json j = quant::to_json(r);
       j["rows"] = w.rows, j["cols"] = w.cols, j["source"] = source;
-      j["act_rows"] = a.rows, j["act_seed"] = a.seed;
+      j["act_rows"] = a.rows;
+      j["act_source"] = a.given ? f.activations : fmt::format("normal, seed {}", a.seed);
+      if (!a.given) j["act_seed"] = a.seed;
       out.push_back(j);
     }
     fmt::print("{}\n", out.dump(2));
@@ -112,10 +118,14 @@ void run_eval(const QuantFlags& f) {
   }
   std::string outliers;
   for (int64_t j : ev.outlier_channels()) outliers += (outliers.empty() ? "" : ",") + std::to_string(j);
-  fmt::print("quant eval: W {}x{} ({}); X {}x{} normal, seed {}; calc_diff and rel_err on C = X*W^T, the rest on W\n", w.rows, w.cols,
-             source, a.rows, w.cols, a.seed);
-  fmt::print("W8A8 rows: X with channels [{}] scaled {:g}x, int8 per token; W int8 per channel; SmoothQuant alpha {:g}\n", outliers,
-             a.outlier_scale, a.alpha);
+  fmt::print("quant eval: W {}x{} ({}); X {}x{} {}; calc_diff and rel_err on C = X*W^T, the rest on W\n", w.rows, w.cols, source,
+             a.rows, w.cols, a.given ? "tensor " + f.activations : fmt::format("normal, seed {}", a.seed));
+  if (a.given)
+    fmt::print("X is tensor {} of {} as it is (no outliers added); W8A8 rows: int8 per token; W int8 per channel; SmoothQuant alpha {:g}\n",
+               f.activations, f.safetensors, a.alpha);
+  else
+    fmt::print("W8A8 rows: X with channels [{}] scaled {:g}x, int8 per token; W int8 per channel; SmoothQuant alpha {:g}\n", outliers,
+               a.outlier_scale, a.alpha);
   std::vector<std::vector<std::string>> table;
   for (const quant::EvalRow& r : rows)
     table.push_back({std::string(quant::format_name(r.spec.format)), quant::granularity_name(r.spec.granularity),
@@ -149,10 +159,12 @@ void add_quant(CLI::App& app) {
   sym->excludes(asym);
   sub->add_option("--zero-point", f.zero_point, "with --asymmetric: gptq (integer q_z, the default) or awq (fp32 zero)");
   sub->add_option("--method", f.method, "rtn (default) or clip (per-tile clip-ratio search)");
-  sub->add_option("--act-rows", f.act_rows, "activation rows M of the GEMM check")->check(CLI::Range(int64_t(1), kMaxElements));
-  sub->add_option("--act-seed", f.act_seed, "activation seed");
-  sub->add_option("--outliers", f.outliers, "W8A8 rows: number of outlier activation channels")->check(CLI::Range(0, 1 << 20));
-  sub->add_option("--outlier-scale", f.outlier_scale, "W8A8 rows: factor of the outlier channels")->check(CLI::Range(1e-6, 1e6));
+  auto* act_rows = sub->add_option("--act-rows", f.act_rows, "activation rows M of the GEMM check")->check(CLI::Range(int64_t(1), kMaxElements));
+  auto* act_seed = sub->add_option("--act-seed", f.act_seed, "activation seed");
+  auto* outliers = sub->add_option("--outliers", f.outliers, "W8A8 rows: number of outlier activation channels")->check(CLI::Range(0, 1 << 20));
+  auto* outlier_scale = sub->add_option("--outlier-scale", f.outlier_scale, "W8A8 rows: factor of the outlier channels")->check(CLI::Range(1e-6, 1e6));
+  sub->add_option("--activations", f.activations, "with --safetensors: an M x K activation tensor in the same file, used as it is")
+      ->excludes(act_rows)->excludes(act_seed)->excludes(outliers)->excludes(outlier_scale);
   sub->add_option("--alpha", f.alpha, "SmoothQuant migration strength")->check(CLI::Range(0.0, 1.0));
   sub->add_flag("--json", f.json, "print a list of rows as JSON");
   sub->callback([] { run_eval(f); });

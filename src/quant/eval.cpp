@@ -96,18 +96,26 @@ Evaluator::Evaluator(Matrix w, const Activations& a) : w_(std::move(w)), a_(a) {
       bad_input(fmt::format("weight element ({}, {}) is {}: quant eval needs finite weights", i / static_cast<size_t>(w_.cols),
                             i % static_cast<size_t>(w_.cols), w_.v[i]));
   if (a.outliers < 0 || a.outliers > w_.cols) bad_input(fmt::format("outlier channels must be in [0, {}]", w_.cols));
-  x_ = generate(a.rows, w_.cols, {Distribution::Kind::normal, 0}, a.seed);
-  c_ref_ = matmul_nt(x_, w_);
-  // Outlier channels: distinct, drawn from the activation seed's stream.
-  Rng rng(a.seed ^ 0x5EEDull);
-  while (static_cast<int>(outliers_.size()) < a.outliers) {
-    const int64_t j = static_cast<int64_t>(rng.next() % static_cast<uint64_t>(w_.cols));
-    if (std::find(outliers_.begin(), outliers_.end(), j) == outliers_.end()) outliers_.push_back(j);
+  if (a.given) {
+    if (a.given->cols != w_.cols) bad_input(fmt::format("activations have {} columns, the weight {}", a.given->cols, w_.cols));
+    for (double v : a.given->v)
+      if (!std::isfinite(v)) bad_input("activations hold a non-finite value");
+    x_ = *a.given;
+    x_out_ = x_;
+  } else {
+    x_ = generate(a.rows, w_.cols, {Distribution::Kind::normal, 0}, a.seed);
+    // Outlier channels: distinct, drawn from the activation seed's stream.
+    Rng rng(a.seed ^ 0x5EEDull);
+    while (static_cast<int>(outliers_.size()) < a.outliers) {
+      const int64_t j = static_cast<int64_t>(rng.next() % static_cast<uint64_t>(w_.cols));
+      if (std::find(outliers_.begin(), outliers_.end(), j) == outliers_.end()) outliers_.push_back(j);
+    }
+    std::sort(outliers_.begin(), outliers_.end());
+    x_out_ = x_;
+    for (int64_t j : outliers_)
+      for (int64_t r = 0; r < x_out_.rows; ++r) x_out_.at(r, j) *= a.outlier_scale;
   }
-  std::sort(outliers_.begin(), outliers_.end());
-  x_out_ = x_;
-  for (int64_t j : outliers_)
-    for (int64_t r = 0; r < x_out_.rows; ++r) x_out_.at(r, j) *= a.outlier_scale;
+  c_ref_ = matmul_nt(x_, w_);
   c_out_ref_ = matmul_nt(x_out_, w_);
 }
 

@@ -9,6 +9,7 @@
 #pragma once
 #include <cstdint>
 #include <nlohmann/json.hpp>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -36,6 +37,7 @@ struct Activations {
   int outliers = 4;            // W8A8 rows: this many channels (chosen by the seed) ...
   double outlier_scale = 50;   // ... scaled by this
   double alpha = 0.5;          // SmoothQuant migration strength
+  std::optional<Matrix> given;  // real activations (M x K) instead of generated ones: no outliers added
 };
 
 struct EvalRow {
