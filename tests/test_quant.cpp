@@ -125,7 +125,7 @@ TEST(QuantRoundTrip, BlockFormats) {
   for (Format f : {Format::mxfp8, Format::mxfp4, Format::nvfp4}) check_round_trip(wide, {f, default_granularity(f)});
 }
 
-// OCP MX v1.0 section 6.3: X = 2^(floor(log2 amax) - emax_elem), here with floor(log2) from
+// OCP MX v1.0's conversion: X = 2^(floor(log2 amax) - emax_elem), here with floor(log2) from
 // std::ilogb, independent of the E8M0 conversion the quantizer uses.
 TEST(QuantScaleRule, MxSharedExponent) {
   const Matrix w = student_t(5, 333, 11, 0.01);

@@ -2,8 +2,8 @@
 // paths (cuda_fp4.h, cuda_fp8.h) where the headers are present: every input pattern of the
 // decoders, and for the encoders every bf16-spaced float, dense sweeps around each grid point and
 // midpoint, random doubles, subnormals, infinities and NaNs. Without the headers the hand-computed
-// table below (OCP Microscaling Formats (MX) Specification v1.0, section 5.3.3 for E2M1 and
-// 5.4.1 for E8M0) still checks the grid and the rounding.
+// table below (from the OCP Microscaling Formats (MX) Specification v1.0: its E2M1 element table
+// and its E8M0 scale format) still checks the grid and the rounding.
 #include "quant/formats.h"
 
 #include <gtest/gtest.h>
