@@ -61,6 +61,17 @@ quant::QuantSpec spec_from_flags(const QuantFlags& f) {
 std::string num(double v, const char* spec) { return std::isfinite(v) ? fmt::format(fmt::runtime(spec), v) : "inf"; }
 
 void run_eval(const QuantFlags& f) {
+  const bool w8a8_only = f.format == "w8a8";
+  if (f.format.empty() || w8a8_only) {
+    if (!f.granularity.empty() || f.symmetric || f.asymmetric || !f.zero_point.empty() || !f.method.empty())
+      bad_input(f.format.empty() ? "--granularity, --symmetric/--asymmetric, --zero-point and --method need --format"
+                                 : "--format w8a8 is int8 per token x int8 per channel, RTN: it takes no granularity, zero point or method");
+  }
+  // The flags are checked before any weight is read or generated.
+  std::vector<quant::QuantSpec> specs;
+  if (f.format.empty()) specs = quant::default_specs();
+  else if (!w8a8_only) specs = {spec_from_flags(f)};
+
   quant::Matrix w;
   std::string source;
   if (!f.safetensors.empty()) {
@@ -74,12 +85,6 @@ void run_eval(const QuantFlags& f) {
     const quant::Distribution d = quant::parse_distribution(f.dist);
     w = quant::generate(f.rows, f.cols, d, f.seed);
     source = fmt::format("{}, seed {}", quant::distribution_name(d), f.seed);
-  }
-  const bool w8a8_only = f.format == "w8a8";
-  if (f.format.empty() || w8a8_only) {
-    if (!f.granularity.empty() || f.symmetric || f.asymmetric || !f.zero_point.empty() || !f.method.empty())
-      bad_input(f.format.empty() ? "--granularity, --symmetric/--asymmetric, --zero-point and --method need --format"
-                                 : "--format w8a8 is int8 per token x int8 per channel, RTN: it takes no granularity, zero point or method");
   }
   if (f.act_rows > kMaxElements || f.act_rows * w.cols > kMaxElements)
     bad_input(fmt::format("--act-rows {} x {} columns: at most 2^26 elements", f.act_rows, w.cols));
@@ -96,10 +101,7 @@ void run_eval(const QuantFlags& f) {
   const quant::Evaluator ev(w, a);
 
   std::vector<quant::EvalRow> rows;
-  if (!w8a8_only) {
-    const std::vector<quant::QuantSpec> specs = f.format.empty() ? quant::default_specs() : std::vector{spec_from_flags(f)};
-    for (const quant::QuantSpec& s : specs) rows.push_back(ev.weight_only(s));
-  }
+  for (const quant::QuantSpec& s : specs) rows.push_back(ev.weight_only(s));
   if (f.format.empty() || w8a8_only)
     for (const quant::EvalRow& r : ev.w8a8_pair()) rows.push_back(r);
 
