@@ -68,5 +68,6 @@ void add_roofline(CLI::App& app);
 void add_explain(CLI::App& app);
 void add_sim(CLI::App& app);
 void add_trace(CLI::App& app);
+void add_quant(CLI::App& app);
 
 }  // namespace kl::cli
