@@ -70,6 +70,7 @@ Result run(const std::string& args) {
   return r;
 }
 
+// The whole --json object: {"weight", "activations", "rows"}.
 nlohmann::json run_json(const std::string& args) {
   const Result r = run(args + " --json");
   EXPECT_EQ(r.code, 0) << args << "\n" << r.err;
@@ -77,9 +78,10 @@ nlohmann::json run_json(const std::string& args) {
     return nlohmann::json::parse(r.out);
   } catch (const std::exception& e) {
     ADD_FAILURE() << "stdout is not JSON (" << e.what() << "):\n" << r.out;
-    return nlohmann::json::array();
+    return nlohmann::json::object({{"rows", nlohmann::json::array()}});
   }
 }
+nlohmann::json run_rows(const std::string& args) { return run_json(args).at("rows"); }
 
 const char* kSmall = "quant eval --rows 40 --cols 300 --act-rows 8 --seed 5";
 
@@ -89,8 +91,12 @@ RowKey key_of(const nlohmann::json& r) {
 }
 
 TEST(QuantCli, TableHasEveryRowWithComputedNumbers) {
-  const nlohmann::json rows = run_json(kSmall);
+  const nlohmann::json all = run_json(kSmall), rows = all.at("rows");
   ASSERT_TRUE(rows.is_array());
+  EXPECT_EQ(all["weight"]["rows"], 40);
+  EXPECT_EQ(all["weight"]["cols"], 300);
+  EXPECT_EQ(all["activations"]["rows"], 8);
+  EXPECT_EQ(all["activations"]["seed"], 6);
   std::set<RowKey> want;
   for (const kl::quant::QuantSpec& s : kl::quant::default_specs())
     want.insert({std::string(kl::quant::format_name(s.format)), kl::quant::granularity_name(s.granularity),
@@ -107,10 +113,6 @@ TEST(QuantCli, TableHasEveryRowWithComputedNumbers) {
     for (const char* k : {"format", "granularity", "symmetric", "method", "calc_diff", "rel_err", "cosine", "snr_db", "max_abs_err"})
       ASSERT_TRUE(r.contains(k)) << k << " in " << r.dump();
     EXPECT_EQ(r["symmetric"].get<bool>(), r["zero_point"] == "none");
-    EXPECT_EQ(r["rows"], 40);
-    EXPECT_EQ(r["cols"], 300);
-    EXPECT_EQ(r["act_rows"], 8);
-    EXPECT_EQ(r["act_seed"], 6);
     // Computed, not placeholders: a nonzero error below the signal, a cosine just under 1.
     EXPECT_GT(r["calc_diff"].get<double>(), 0.0) << r.dump();
     EXPECT_LT(r["calc_diff"].get<double>(), 0.1) << r.dump();
@@ -135,7 +137,7 @@ TEST(QuantCli, TableHasEveryRowWithComputedNumbers) {
 }
 
 TEST(QuantCli, ClipNeverWorseThanRtn) {
-  const nlohmann::json rows = run_json(kSmall);
+  const nlohmann::json rows = run_rows(kSmall);
   std::map<RowKey, nlohmann::json> by;
   for (const auto& r : rows) by[key_of(r)] = r;
   int pairs = 0;
@@ -162,20 +164,20 @@ TEST(QuantCli, TextTableHeaderAndRows) {
 }
 
 TEST(QuantCli, OneFormatAndDeterminism) {
-  const nlohmann::json a = run_json("quant eval --rows 17 --cols 333 --format int4 --granularity group:64 --asymmetric --zero-point awq --method clip");
+  const nlohmann::json a = run_rows("quant eval --rows 17 --cols 333 --format int4 --granularity group:64 --asymmetric --zero-point awq --method clip");
   ASSERT_EQ(a.size(), 1u);
   EXPECT_EQ(a[0]["format"], "int4");
   EXPECT_EQ(a[0]["granularity"], "group:64");
   EXPECT_EQ(a[0]["symmetric"], false);
   EXPECT_EQ(a[0]["zero_point"], "awq");
   EXPECT_EQ(a[0]["method"], "clip");
-  EXPECT_EQ(run_json("quant eval --rows 17 --cols 333 --format int4 --granularity group:64 --asymmetric --zero-point awq --method clip"), a);
-  const nlohmann::json b = run_json("quant eval --rows 17 --cols 333 --seed 2 --format int4 --granularity group:64 --asymmetric --zero-point awq --method clip");
+  EXPECT_EQ(run_rows("quant eval --rows 17 --cols 333 --format int4 --granularity group:64 --asymmetric --zero-point awq --method clip"), a);
+  const nlohmann::json b = run_rows("quant eval --rows 17 --cols 333 --seed 2 --format int4 --granularity group:64 --asymmetric --zero-point awq --method clip");
   EXPECT_NE(a[0]["mse"], b[0]["mse"]);
-  const nlohmann::json w = run_json("quant eval --rows 17 --cols 333 --format w8a8 --dist normal");
+  const nlohmann::json w = run_rows("quant eval --rows 17 --cols 333 --format w8a8 --dist normal");
   ASSERT_EQ(w.size(), 2u);
   EXPECT_EQ(w[1]["smoothquant"], true);
-  EXPECT_EQ(run_json("quant eval --rows 9 --cols 40 --format nvfp4")[0]["granularity"], "group:16");
+  EXPECT_EQ(run_rows("quant eval --rows 9 --cols 40 --format nvfp4")[0]["granularity"], "group:16");
 }
 
 void write_safetensors(const fs::path& p, const std::string& header, const std::vector<float>& data) {
@@ -198,15 +200,15 @@ TEST(QuantCli, SafetensorsWeight) {
                            "\"cube\":{\"dtype\":\"F32\",\"shape\":[4,4,96],\"data_offsets\":[0," + bytes + "]}," +
                            "\"x\":{\"dtype\":\"F32\",\"shape\":[8,64],\"data_offsets\":[0,2048]}," +
                            "\"x32\":{\"dtype\":\"F32\",\"shape\":[16,32],\"data_offsets\":[0,2048]}}", data);
-  const nlohmann::json rows = run_json("quant eval --safetensors '" + p.string() + "' --tensor layer.weight --format int8 --act-rows 4");
-  ASSERT_EQ(rows.size(), 1u);
-  EXPECT_EQ(rows[0]["rows"], 24);
-  EXPECT_EQ(rows[0]["cols"], 64);
-  EXPECT_THAT(rows[0]["source"].get<std::string>(), HasSubstr("layer.weight"));
+  const nlohmann::json one = run_json("quant eval --safetensors '" + p.string() + "' --tensor layer.weight --format int8 --act-rows 4");
+  ASSERT_EQ(one["rows"].size(), 1u);
+  EXPECT_EQ(one["weight"]["rows"], 24);
+  EXPECT_EQ(one["weight"]["cols"], 64);
+  EXPECT_THAT(one["weight"]["source"].get<std::string>(), HasSubstr("layer.weight"));
   const nlohmann::json with_x = run_json("quant eval --safetensors '" + p.string() + "' --tensor layer.weight --activations x --format w8a8");
-  ASSERT_EQ(with_x.size(), 2u);
-  EXPECT_EQ(with_x[0]["act_rows"], 8);
-  EXPECT_EQ(with_x[0]["act_source"], "x");
+  ASSERT_EQ(with_x["rows"].size(), 2u);
+  EXPECT_EQ(with_x["activations"]["rows"], 8);
+  EXPECT_EQ(with_x["activations"]["source"], "x");
   Result r = run("quant eval --safetensors '" + p.string() + "' --tensor layer.weight --activations x32");
   EXPECT_EQ(r.code, 2);
   EXPECT_THAT(r.err, HasSubstr("activations have 32 columns, the weight 64"));

@@ -1,7 +1,8 @@
 // `kernelab quant eval`: the quantization error of formats, granularities and methods on one
 // weight matrix, generated (Student-t or normal, seeded) or read from a .safetensors file. Without
 // --format it prints the whole table (quant/eval.h default_specs, then the W8A8 pair); every
-// number is computed here on this matrix. --json prints a list of rows.
+// number is computed here on this matrix. --json prints one object: the weight, the activations
+// and the list of rows.
 #include <fmt/format.h>
 
 #include <cmath>
@@ -106,15 +107,11 @@ void run_eval(const QuantFlags& f) {
     for (const quant::EvalRow& r : ev.w8a8_pair()) rows.push_back(r);
 
   if (f.json) {
-    nlohmann::json out = nlohmann::json::array();
-    for (const quant::EvalRow& r : rows) {
-      nlohmann::json j = quant::to_json(r);
-      j["rows"] = w.rows, j["cols"] = w.cols, j["source"] = source;
-      j["act_rows"] = a.rows;
-      j["act_source"] = a.given ? f.activations : fmt::format("normal, seed {}", a.seed);
-      if (!a.given) j["act_seed"] = a.seed;
-      out.push_back(j);
-    }
+    nlohmann::json out = {{"weight", {{"rows", w.rows}, {"cols", w.cols}, {"source", source}}},
+                          {"activations", {{"rows", a.rows}, {"source", a.given ? f.activations : fmt::format("normal, seed {}", a.seed)}}},
+                          {"rows", nlohmann::json::array()}};
+    if (!a.given) out["activations"]["seed"] = a.seed;
+    for (const quant::EvalRow& r : rows) out["rows"].push_back(quant::to_json(r));
     fmt::print("{}\n", out.dump(2));
     return;
   }
@@ -168,7 +165,7 @@ void add_quant(CLI::App& app) {
   sub->add_option("--activations", f.activations, "with --safetensors: an M x K activation tensor in the same file, used as it is")
       ->excludes(act_rows)->excludes(act_seed)->excludes(outliers)->excludes(outlier_scale);
   sub->add_option("--alpha", f.alpha, "SmoothQuant migration strength")->check(CLI::Range(0.0, 1.0));
-  sub->add_flag("--json", f.json, "print a list of rows as JSON");
+  sub->add_flag("--json", f.json, "print one JSON object: weight, activations and the list of rows");
   sub->callback([] { run_eval(f); });
 }
 
