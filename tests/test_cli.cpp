@@ -17,6 +17,7 @@
 #include <string>
 #include <vector>
 
+#include "cli_util.h"
 #include "kernelab/probe.h"
 
 namespace fs = std::filesystem;
@@ -26,27 +27,15 @@ namespace {
 using ::testing::HasSubstr;
 using ::testing::Not;
 
-struct Result {
-  int code = -1;
-  std::string out, err;
-};
+using Result = kl::test::CliResult;
+using kl::test::slurp;
 
-// A temp folder for this test process with stored host ceilings, so no run probes the machine
-// (and none writes to the user's cache): the file is written by the library's own serializer
-// for this CPU and thread count, which is what load_or_probe_host accepts.
-struct TempDir {
-  fs::path path;
-  ~TempDir() {
-    std::error_code ec;
-    if (!path.empty()) fs::remove_all(path, ec);
-  }
-};
-
+// The scratch folder, with stored host ceilings, so no run probes the machine (and none writes
+// to the user's cache): the file is written by the library's own serializer for this CPU and
+// thread count, which is what load_or_probe_host accepts.
 const fs::path& temp_dir() {
-  static const TempDir dir{[] {
-    std::string tmpl = (fs::temp_directory_path() / "kernelab-cli-test-XXXXXX").string();
-    if (!mkdtemp(tmpl.data())) throw std::runtime_error("mkdtemp failed");
-    fs::path d = tmpl;
+  static const fs::path dir = [] {
+    const fs::path d = kl::test::scratch_dir();
     kl::HostCeilings h;
     h.cpu = kl::host_cpu_name();
     h.threads = omp_get_max_threads();
@@ -59,34 +48,13 @@ const fs::path& temp_dir() {
     std::ofstream(h.path) << kl::host_ceilings_json(h).dump(2) << "\n";
     setenv("KERNELAB_PROBE_FILE", h.path.c_str(), 1);
     return d;
-  }()};
-  return dir.path;
+  }();
+  return dir;
 }
 
-std::string slurp(const fs::path& p) {
-  std::ifstream f(p);
-  std::stringstream s;
-  s << f.rdbuf();
-  return s.str();
-}
-
-// Runs `kernelab <args>` through the shell; stdout and stderr kept apart.
 Result run(const std::string& args) {
-  const fs::path err = temp_dir() / "stderr.txt";
-  const std::string cmd = std::string("'") + KERNELAB_BINARY + "' " + args + " 2>'" + err.string() + "'";
-  Result r;
-  FILE* p = popen(cmd.c_str(), "r");
-  if (!p) {
-    ADD_FAILURE() << "popen failed: " << cmd;
-    return r;
-  }
-  char buf[4096];
-  size_t n;
-  while ((n = fread(buf, 1, sizeof buf, p)) > 0) r.out.append(buf, n);
-  const int status = pclose(p);
-  r.code = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + (WIFSIGNALED(status) ? WTERMSIG(status) : 0);
-  r.err = slurp(err);
-  return r;
+  temp_dir();
+  return kl::test::run_kernelab(args);
 }
 
 nlohmann::json parse_json(const Result& r) {

@@ -14,6 +14,7 @@
 #include <cmath>
 #include <cstdint>
 #include <cstdio>
+#include <bit>
 #include <cstring>
 #include <limits>
 #include <random>
@@ -33,26 +34,10 @@ namespace {
 using kl::DType;
 using kl::Fp8Saturation;
 
-uint32_t fbits(float f) {
-  uint32_t u;
-  std::memcpy(&u, &f, sizeof u);
-  return u;
-}
-uint64_t dbits(double d) {
-  uint64_t u;
-  std::memcpy(&u, &d, sizeof u);
-  return u;
-}
-float ffrom(uint32_t u) {
-  float f;
-  std::memcpy(&f, &u, sizeof f);
-  return f;
-}
-double dfrom(uint64_t u) {
-  double d;
-  std::memcpy(&d, &u, sizeof d);
-  return d;
-}
+uint32_t fbits(float f) { return std::bit_cast<uint32_t>(f); }
+uint64_t dbits(double d) { return std::bit_cast<uint64_t>(d); }
+float ffrom(uint32_t u) { return std::bit_cast<float>(u); }
+double dfrom(uint64_t u) { return std::bit_cast<double>(u); }
 
 std::string describe(float f) {
   char buf[64];

@@ -16,6 +16,7 @@
 #include <set>
 #include <sstream>
 
+#include "cli_util.h"
 #include "hw/occupancy.h"
 #include "hw/specs.h"
 #include "kernelab/error.h"
@@ -309,29 +310,8 @@ TEST(Occupancy, RefusedLaunchesNameTheLimit) {
 
 // ---- the commands ---------------------------------------------------------------------------
 
-struct CliResult {
-  int code = -1;
-  std::string out, err;
-};
-
-CliResult run(const std::string& args, const std::string& env = "") {
-  static int n = 0;
-  const std::string base = (std::filesystem::temp_directory_path() / fmt::format("kl-hw-{}-{}", getpid(), n++)).string();
-  const std::string cmd = fmt::format("{} '{}' {} >'{}.out' 2>'{}.err'", env, KERNELAB_BINARY, args, base, base);
-  const int status = std::system(cmd.c_str());
-  CliResult r;
-  r.code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
-  auto slurp = [](const std::string& p) {
-    std::ifstream f(p);
-    std::stringstream s;
-    s << f.rdbuf();
-    std::filesystem::remove(p);
-    return s.str();
-  };
-  r.out = slurp(base + ".out");
-  r.err = slurp(base + ".err");
-  return r;
-}
+using kl::test::CliResult;
+CliResult run(const std::string& args, const std::string& env = "") { return kl::test::run_kernelab(args, env); }
 
 TEST(HwCli, BadInputsExitTwoNamingTheValue) {
   const std::vector<std::pair<std::string, std::string>> cases = {

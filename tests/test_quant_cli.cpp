@@ -19,6 +19,7 @@
 #include <tuple>
 #include <vector>
 
+#include "cli_util.h"
 #include "quant/eval.h"
 
 namespace fs = std::filesystem;
@@ -27,48 +28,9 @@ namespace {
 
 using ::testing::HasSubstr;
 
-struct TempDir {
-  fs::path path;
-  ~TempDir() {
-    std::error_code ec;
-    fs::remove_all(path, ec);
-  }
-};
-
-const fs::path& temp_dir() {
-  static const TempDir d{[] {
-    std::string tmpl = (fs::temp_directory_path() / "kernelab-quant-cli-XXXXXX").string();
-    if (!mkdtemp(tmpl.data())) throw std::runtime_error("mkdtemp failed");
-    return fs::path(tmpl);
-  }()};
-  return d.path;
-}
-
-struct Result {
-  int code = -1;
-  std::string out, err;
-};
-
-Result run(const std::string& args) {
-  const fs::path err = temp_dir() / "stderr.txt";
-  const std::string cmd = std::string("'") + KERNELAB_BINARY + "' " + args + " 2>'" + err.string() + "'";
-  Result r;
-  FILE* p = popen(cmd.c_str(), "r");
-  if (!p) {
-    ADD_FAILURE() << "popen failed: " << cmd;
-    return r;
-  }
-  char buf[4096];
-  size_t n;
-  while ((n = fread(buf, 1, sizeof buf, p)) > 0) r.out.append(buf, n);
-  const int status = pclose(p);
-  r.code = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + (WIFSIGNALED(status) ? WTERMSIG(status) : 0);
-  std::ifstream f(err);
-  std::stringstream s;
-  s << f.rdbuf();
-  r.err = s.str();
-  return r;
-}
+using Result = kl::test::CliResult;
+const fs::path& temp_dir() { return kl::test::scratch_dir(); }
+Result run(const std::string& args) { return kl::test::run_kernelab(args); }
 
 // The whole --json object: {"weight", "activations", "rows"}.
 nlohmann::json run_json(const std::string& args) {

@@ -10,6 +10,7 @@
 
 #include <cmath>
 #include <cstdint>
+#include <bit>
 #include <cstring>
 #include <limits>
 #include <random>
@@ -25,21 +26,9 @@ namespace {
 using kl::Fp8Saturation;
 using kl::quant::E8m0Rounding;
 
-uint32_t fbits(float f) {
-  uint32_t u;
-  std::memcpy(&u, &f, sizeof u);
-  return u;
-}
-float ffrom(uint32_t u) {
-  float f;
-  std::memcpy(&f, &u, sizeof f);
-  return f;
-}
-double dfrom(uint64_t u) {
-  double d;
-  std::memcpy(&d, &u, sizeof d);
-  return d;
-}
+uint32_t fbits(float f) { return std::bit_cast<uint32_t>(f); }
+float ffrom(uint32_t u) { return std::bit_cast<float>(u); }
+double dfrom(uint64_t u) { return std::bit_cast<double>(u); }
 
 constexpr float kInf = std::numeric_limits<float>::infinity();
 

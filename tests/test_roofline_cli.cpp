@@ -13,36 +13,12 @@
 #include <sstream>
 #include <string>
 
+#include "cli_util.h"
+
 namespace {
 
-struct Result {
-  int code = -1;
-  std::string out, err;
-};
-
-// Runs `kernelab <args>`, stdout and stderr kept apart.
-Result kernelab(const std::string& args) {
-  const std::filesystem::path err =
-      std::filesystem::temp_directory_path() / ("kernelab-roofline-test-" + std::to_string(getpid()) + ".err");
-  const std::string cmd = std::string("'") + KERNELAB_BINARY + "' " + args + " 2>'" + err.string() + "'";
-  Result r;
-  FILE* p = popen(cmd.c_str(), "r");
-  if (!p) {
-    ADD_FAILURE() << "popen failed: " << cmd;
-    return r;
-  }
-  char buf[4096];
-  size_t n;
-  while ((n = fread(buf, 1, sizeof buf, p)) > 0) r.out.append(buf, n);
-  const int status = pclose(p);
-  r.code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
-  std::ifstream f(err);
-  std::stringstream s;
-  s << f.rdbuf();
-  r.err = s.str();
-  std::filesystem::remove(err);
-  return r;
-}
+using Result = kl::test::CliResult;
+Result kernelab(const std::string& args) { return kl::test::run_kernelab(args); }
 
 nlohmann::json roofline_json(const std::string& args) {
   Result r = kernelab("roofline " + args + " --json");

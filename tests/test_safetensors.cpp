@@ -13,6 +13,7 @@
 #include <string>
 #include <vector>
 
+#include "cli_util.h"
 #include "kernelab/dtype.h"
 #include "kernelab/error.h"
 
@@ -22,23 +23,7 @@ namespace {
 
 using ::testing::HasSubstr;
 
-// A temp folder for this process, removed at exit.
-struct TempDir {
-  fs::path path;
-  ~TempDir() {
-    std::error_code ec;
-    fs::remove_all(path, ec);
-  }
-};
-
-const fs::path& temp_dir() {
-  static const TempDir d{[] {
-    std::string tmpl = (fs::temp_directory_path() / "kernelab-safetensors-XXXXXX").string();
-    if (!mkdtemp(tmpl.data())) throw std::runtime_error("mkdtemp failed");
-    return fs::path(tmpl);
-  }()};
-  return d.path;
-}
+const fs::path& temp_dir() { return kl::test::scratch_dir(); }
 
 void write_raw(const fs::path& p, const std::string& header, const std::string& data, uint64_t claimed_len) {
   std::ofstream f(p, std::ios::binary);

@@ -11,51 +11,19 @@
 #include <sstream>
 #include <string>
 
+#include "cli_util.h"
+
 namespace fs = std::filesystem;
 
 namespace {
 
-struct Result {
-  int code = -1;
-  std::string out, err;
-};
+using Result = kl::test::CliResult;
+using kl::test::slurp;
 
 const std::string kTraces = std::string(KERNELAB_SOURCE_DIR) + "/tests/data/traces/";
 
-fs::path scratch(const std::string& name) {
-  static const fs::path dir = [] {
-    std::string tmpl = (fs::temp_directory_path() / "kernelab-trace-cli-XXXXXX").string();
-    if (!mkdtemp(tmpl.data())) throw std::runtime_error("mkdtemp failed");
-    return fs::path(tmpl);
-  }();
-  return dir / name;
-}
-
-// `kernelab <args>`, under a 60 s timeout (a hang fails the test rather than the suite).
-Result run(const std::string& args) {
-  const fs::path err = scratch("stderr.txt");
-  const std::string cmd = "timeout 60 '" + std::string(KERNELAB_BINARY) + "' " + args + " 2>'" + err.string() + "'";
-  Result r;
-  FILE* p = popen(cmd.c_str(), "r");
-  if (!p) return r;
-  char buf[4096];
-  size_t n;
-  while ((n = fread(buf, 1, sizeof buf, p)) > 0) r.out.append(buf, n);
-  const int status = pclose(p);
-  r.code = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
-  std::ifstream f(err);
-  std::stringstream s;
-  s << f.rdbuf();
-  r.err = s.str();
-  return r;
-}
-
-std::string slurp(const std::string& path) {
-  std::ifstream f(path, std::ios::binary);
-  std::stringstream s;
-  s << f.rdbuf();
-  return s.str();
-}
+fs::path scratch(const std::string& name) { return kl::test::scratch_dir() / name; }
+Result run(const std::string& args) { return kl::test::run_kernelab(args); }
 
 TEST(TraceCli, AnalyzeJson) {
   const Result r = run("trace analyze --json --gap-us 30 " + kTraces + "two_streams.json");

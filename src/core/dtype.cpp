@@ -22,6 +22,7 @@
 #include <algorithm>
 #include <cctype>
 #include <cmath>
+#include <bit>
 #include <cstring>
 
 namespace kl {
@@ -116,21 +117,9 @@ double dtype_epsilon(DType t) {
 
 namespace {
 
-uint64_t bits_of(double d) {
-  uint64_t u;
-  std::memcpy(&u, &d, sizeof u);
-  return u;
-}
-uint32_t bits_of(float f) {
-  uint32_t u;
-  std::memcpy(&u, &f, sizeof u);
-  return u;
-}
-float float_from_bits(uint32_t u) {
-  float f;
-  std::memcpy(&f, &u, sizeof f);
-  return f;
-}
+uint64_t bits_of(double d) { return std::bit_cast<uint64_t>(d); }
+uint32_t bits_of(float f) { return std::bit_cast<uint32_t>(f); }
+float float_from_bits(uint32_t u) { return std::bit_cast<float>(u); }
 
 constexpr uint64_t kDoubleAbsMask = 0x7FFFFFFFFFFFFFFFull;
 constexpr uint64_t kDoubleInf = 0x7FF0000000000000ull;

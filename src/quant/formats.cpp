@@ -12,6 +12,7 @@
 #include "quant/formats.h"
 
 #include <cmath>
+#include <bit>
 #include <cstring>
 #include <limits>
 
@@ -19,16 +20,8 @@ namespace kl::quant {
 
 namespace {
 
-uint32_t bits_of(float f) {
-  uint32_t u;
-  std::memcpy(&u, &f, sizeof u);
-  return u;
-}
-float float_from_bits(uint32_t u) {
-  float f;
-  std::memcpy(&f, &u, sizeof f);
-  return f;
-}
+uint32_t bits_of(float f) { return std::bit_cast<uint32_t>(f); }
+float float_from_bits(uint32_t u) { return std::bit_cast<float>(u); }
 
 constexpr uint32_t kFloatInf = 0x7F800000u;
 
