@@ -98,6 +98,9 @@ foreach(family ${families})
   endif()
 endforeach()
 
+# gemm_w4a16 draws its int4 weights with the quantizers and packs them in fragment order (src/quant).
+target_link_libraries(kl_gemm_w4a16 PUBLIC kl_quant)
+
 # The rung list: one KL_RUNG_FILE(id) line per rung file, regenerated whenever a file is added.
 list(TRANSFORM KERNELAB_RUNG_IDS PREPEND "KL_RUNG_FILE(" OUTPUT_VARIABLE lines)
 list(TRANSFORM lines APPEND ")")
