@@ -1,7 +1,8 @@
 // gemm_w4a16 (W4A16's op contract): the reference against hand-computed numbers for each zero-point
 // convention, the validation messages (in the library and through the CLI's exit code 2), the
 // derived weights (W_packed is W's codes in fragment order; realistic codes and scales), the cost,
-// a planted wrong rung that the check must catch, and `kernelab check gemm_w4a16` passing.
+// planted wrong rungs (the zero point forgotten, the fragment layout ignored) that the check must
+// catch, and `kernelab check gemm_w4a16` passing.
 // Tolerance (the op's): 4 units of the dtype's roundoff (fp16 2^-11, bf16 2^-8) plus twice the error
 // of the op computed as a kernel in the dtype would (op.dtype_baseline), over the whole of D.
 #include <gmock/gmock.h>
@@ -182,6 +183,38 @@ TEST(GemmW4A16Check, ForgettingTheZeroPointFails) {
         EXPECT_GT(r.max_rel_err, 10 * r.tolerance) << zero;
       }
     }
+}
+
+// A planted bug: W_packed read as if its nibbles were W's codes in row-major order (no fragment layout).
+void reads_packed_row_major(const kl::W4A16Params& a, const kl::Args& args) {
+  kl::cpu::with_float_type(a.dtype, [&](auto tag) {
+    using T = decltype(tag);
+    const T* A = args.in[a.kA].as<T>();
+    const T* s = args.in[a.kScales].as<T>();
+    const auto* words = args.in[a.packed_index()].as<uint32_t>();
+    T* D = args.out[0].as<T>();
+    for (int64_t i = 0; i < a.m; ++i)
+      for (int64_t j = 0; j < a.n; ++j) {
+        float acc = 0;
+        for (int64_t l = 0; l < a.k; ++l) {
+          const int64_t e = j * a.k + l;
+          const int code = int(words[e / 8] >> (4 * (e % 8)) & 0xfu);
+          acc += kl::cpu::to_float(A[i * a.k + l]) * kl::cpu::to_float(s[j * a.groups() + l / a.group]) * float(code - 8);
+        }
+        D[i * a.n + j] = kl::cpu::from_float<T>(acc);
+      }
+  });
+}
+
+TEST(GemmW4A16Check, IgnoringTheFragmentLayoutFails) {
+  const kl::Variant bad = kl::cpu_variant("gemm_w4a16", "reads_packed_row_major", "planted bug", reads_packed_row_major);
+  kl::DeviceSet set = kl::open_devices({kl::Backend::cpu});
+  kl::Device* cpu = kl::find_device(set, kl::Backend::cpu);
+  ASSERT_NE(cpu, nullptr);
+  const Problem p = kl::make_problem(op(), DType::f16, {{"m", 7}, {"n", 48}, {"k", 192}}, {{"group", "64"}});
+  const kl::CheckResult r = kl::check_variant(op(), bad, bad.configs.front(), kl::prepare(op(), p, 5), *cpu);
+  EXPECT_FALSE(r.passed) << "max_rel_err " << r.max_rel_err;
+  EXPECT_GT(r.max_rel_err, 10 * r.tolerance);
 }
 
 TEST(GemmW4A16Check, CliCheckPassesEveryCase) {
