@@ -6,6 +6,7 @@
 
 #include <cmath>
 
+#include "bad_input.h"
 #include "kernelab/device.h"
 #include "kernelab/error.h"
 #include "kernelab/harness.h"
@@ -23,14 +24,7 @@ using ::testing::HasSubstr;
 
 const Op& attention() { return kl::find_op("attention"); }
 
-std::string bad_input_message(const std::function<void()>& f) {
-  try {
-    f();
-  } catch (const kl::BadInput& e) {
-    return e.what();
-  }
-  return "(no BadInput)";
-}
+using kl::test::bad_input_message;
 
 TEST(Attention, CountsFlopsAsFlashAttention3) {
   const Op& op = attention();

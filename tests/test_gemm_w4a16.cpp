@@ -12,6 +12,7 @@
 #include <string>
 #include <vector>
 
+#include "bad_input.h"
 #include "cli_util.h"
 #include "kernelab/device.h"
 #include "kernelab/error.h"
@@ -32,15 +33,7 @@ using ::testing::HasSubstr;
 
 const Op& op() { return kl::find_op("gemm_w4a16"); }
 
-std::string bad_input_message(const std::function<void()>& fn) {
-  try {
-    fn();
-  } catch (const kl::BadInput& e) {
-    return e.what();
-  }
-  ADD_FAILURE() << "no BadInput";
-  return "";
-}
+using kl::test::bad_input_message;
 
 std::vector<Tensor> zero_inputs(const Problem& p) {
   std::vector<Tensor> in;

@@ -16,6 +16,7 @@
 #include <set>
 #include <sstream>
 
+#include "bad_input.h"
 #include "cli_util.h"
 #include "hw/occupancy.h"
 #include "hw/specs.h"
@@ -138,16 +139,7 @@ TEST(HwDatabase, EmbeddedJsonIsTheSourceFile) {
   EXPECT_EQ(kl::gpus_json_text(), s.str()) << "the build embeds a stale gpus.json: re-run cmake";
 }
 
-template <class F>
-std::string bad_input_message(F f) {
-  try {
-    f();
-  } catch (const kl::BadInput& e) {
-    return e.what();
-  }
-  ADD_FAILURE() << "no BadInput";
-  return "";
-}
+using kl::test::bad_input_message;
 
 TEST(HwDatabase, LookupsNameTheBadValue) {
   std::string m = bad_input_message([] { kl::find_gpu("h100"); });

@@ -13,6 +13,7 @@
 #include <tuple>
 #include <vector>
 
+#include "bad_input.h"
 #include "kernelab/device.h"
 #include "kernelab/error.h"
 #include "kernelab/harness.h"
@@ -37,18 +38,7 @@ const std::vector<std::string> kOps = {"gemm",          "gemm_w4a16",     "atten
                                        "exp_cache_bandwidth", "exp_cache_latency"};
 
 // The message of the BadInput fn throws ("" and a test failure if it throws nothing or another type).
-template <class Fn> std::string bad_input_message(Fn&& fn) {
-  try {
-    fn();
-  } catch (const kl::BadInput& e) {
-    return e.what();
-  } catch (const std::exception& e) {
-    ADD_FAILURE() << "threw something other than kl::BadInput: " << e.what();
-    return "";
-  }
-  ADD_FAILURE() << "did not throw kl::BadInput";
-  return "";
-}
+using kl::test::bad_input_message;
 
 kl::Device& cpu_device() {
   static kl::DeviceSet set = kl::open_devices({Backend::cpu});

@@ -9,6 +9,7 @@
 #include <string>
 #include <vector>
 
+#include "bad_input.h"
 #include "kernelab/error.h"
 #include "kernelab/op.h"
 #include "kernelab/rng.h"
@@ -21,18 +22,7 @@ using kl::Tensor;
 using ::testing::HasSubstr;
 
 // The message of the BadInput fn throws ("" and a test failure if it throws nothing or another type).
-template <class Fn> std::string bad_input_message(Fn&& fn) {
-  try {
-    fn();
-  } catch (const kl::BadInput& e) {
-    return e.what();
-  } catch (const std::exception& e) {
-    ADD_FAILURE() << "threw something other than kl::BadInput: " << e.what();
-    return "";
-  }
-  ADD_FAILURE() << "did not throw kl::BadInput";
-  return "";
-}
+using kl::test::bad_input_message;
 
 TEST(Tensor, RowMajorStridesAndOffsets) {
   Tensor t = Tensor::host(DType::f32, {2, 3, 4});
