@@ -18,6 +18,7 @@
 #include <fstream>
 #include <random>
 #include <sstream>
+#include <utility>
 
 #include "cuda/ptx.h"
 
@@ -207,6 +208,25 @@ TEST(PtxTwins, MovmatrixTransposesTheFragment) {
   }
   EXPECT_EQ(once[1], 0x01300120u);   // by hand: lane 1 gets rows 2 and 3 of column 0
   EXPECT_EQ(once[31], 0x01770167u);  // lane 31: rows 6 and 7 of column 7
+}
+
+// ---- lop3 ------------------------------------------------------------------------------------
+
+// Bit j of lop3<L>(a, b, c) is bit (a_j b_j c_j read as a 3-bit number) of L, for all 256 tables.
+template <int... L> void expect_every_table(std::integer_sequence<int, L...>, uint32_t a, uint32_t b, uint32_t c) {
+  auto one = [&](auto lut, uint32_t got) {
+    for (int j = 0; j < 32; ++j) {
+      const int row = int((a >> j & 1) << 2 | (b >> j & 1) << 1 | (c >> j & 1));
+      ASSERT_EQ(got >> j & 1, uint32_t(lut >> row & 1)) << "table 0x" << std::hex << lut << " bit " << std::dec << j;
+    }
+  };
+  (one(L, kl::ptx::lop3<uint8_t(L)>(a, b, c)), ...);
+}
+
+TEST(PtxTwins, Lop3EveryTruthTableIsItsFunction) {
+  std::mt19937 rng(7);
+  for (int i = 0; i < 4; ++i) expect_every_table(std::make_integer_sequence<int, 256>{}, rng(), rng(), rng());
+  EXPECT_EQ(kl::ptx::lop3<0xEA>(0x12345678u, 0x000f000fu, 0x64006400u), 0x64046408u);  // by hand: (a & b) | c
 }
 
 // ---- mma.sync -------------------------------------------------------------------------------
@@ -460,6 +480,7 @@ TEST(PtxTwins, SampleProgramPassesInTheSimulator) {
                       kSample + "'");
   EXPECT_EQ(r.code, 0) << r.out;
   EXPECT_THAT(r.out, HasSubstr("mma e5m2 m16n8k32: 0 of 128 wrong"));
+  EXPECT_THAT(r.out, HasSubstr("lop3 (a & b) | c and a ^ b ^ c: 0 words wrong"));
   EXPECT_THAT(r.out, HasSubstr("ptx wrappers: all checks passed"));
 }
 
@@ -542,7 +563,8 @@ TEST(PtxNvcc, ThePtxHoldsEveryInstruction) {
         "ldmatrix.sync.aligned.m8n8.x2.trans.shared.b16", "ldmatrix.sync.aligned.m8n8.x4.trans.shared.b16",
         "mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32", "mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32",
         "mma.sync.aligned.m16n8k32.row.col.s32.s8.s8.s32", "mma.sync.aligned.m16n8k32.row.col.f32.e4m3.e4m3.f32",
-        "mma.sync.aligned.m16n8k32.row.col.f32.e5m2.e5m2.f32", "movmatrix.sync.aligned.m8n8.trans.b16"})
+        "mma.sync.aligned.m16n8k32.row.col.f32.e5m2.e5m2.f32", "movmatrix.sync.aligned.m8n8.trans.b16",
+        "lop3.b32"})
     EXPECT_THAT(ptx90, HasSubstr(instr)) << "sm_90a PTX";
   for (const char* sized : {"ca\\.shared\\.global \\[%r[0-9]+\\], \\[%rd[0-9]+\\], 4;",
                             "ca\\.shared\\.global \\[%r[0-9]+\\], \\[%rd[0-9]+\\], 8;",

@@ -440,6 +440,36 @@ TEST(SimProfile, DecodeReadsTheCacheOnceForTheGroupAndSplitsCostTheirPartials) {
       << "each split's O and LSE in fp32, written back once";
 }
 
+// W4A16 at decode size (m 16, n 64, k 256, one block): what each rung's note says about the weights.
+// v01 writes them back in 16 bits and reads them again; v02 and v03 bring 0.5 byte per weight into
+// shared memory; v03 builds no 16-bit tile (no shared stores) and loads no B fragment by ldmatrix.
+TEST(SimProfile, W4a16WeightsCrossDramOnceAtHalfAByteAndV03BuildsNoSixteenBitTile) {
+  const double rows = 16, n = 64, k = 256;
+  const json p = profile("gemm_w4a16 --dtype fp16 --m 16 --n 64 --k 256 --zero gptq");
+  const json two = rung(p, "cuda_dequant_then_gemm"), smem = rung(p, "cuda_smem_dequant"), frag = rung(p, "cuda_fragment_lop3");
+  const double flops = 2 * rows * n * k, a_bytes = 2 * rows * k;
+  for (const json* r : {&two, &smem, &frag}) {
+    EXPECT_TRUE((*r)["checked"].get<bool>()) << (*r)["variant"] << ": " << (*r)["check_failure"];
+    EXPECT_EQ(sum(*r, "sim__tensor_flops.sum"), flops) << (*r)["variant"];
+    EXPECT_EQ(sum(*r, "sm__inst_executed_pipe_tensor_op_hmma.sum"), flops / (2 * 16 * 8 * 16)) << (*r)["variant"];
+    EXPECT_EQ(sum(*r, kShStConf) + sum(*r, kShLdConf) + sum(*r, "sim__ldsm_bank_conflicts.sum"), 0) << (*r)["variant"];
+  }
+  EXPECT_EQ(m(kernel(two["kernels"], "w4a16_dequantize<__half>"), "model__dram_bytes_write.sum"), 2 * n * k)
+      << "the 16-bit weights written back";
+  EXPECT_EQ(sum(two, "sim__ldgsts_bytes.sum"), a_bytes + 2 * n * k) << "and read again, 2 bytes each";
+  for (const json* r : {&smem, &frag}) {
+    EXPECT_EQ(sum(*r, "sim__ldgsts_bytes.sum"), a_bytes + n * k / 2) << (*r)["variant"] << ": 4-bit weights";
+    EXPECT_NEAR((*r)["model_dram_over_min"].get<double>(), 1.0, 1e-3) << (*r)["variant"];
+  }
+  EXPECT_GT(two["model_dram_over_min"].get<double>(), 2.5);
+  EXPECT_EQ(sum(smem, kShStWave), 2 * n * k / 16 / 8)
+      << "v02: the dequantized tile, 16-byte stores, 8 lanes per wavefront";
+  EXPECT_EQ(sum(frag, kShStWave), 0) << "v03: no 16-bit tile";
+  // ldmatrix.x4 per warp per k16 step: A (both) and B (v02 only); 4 warps, k / 16 steps.
+  EXPECT_EQ(sum(smem, "smsp__inst_executed_op_ldsm.sum"), 2 * 4 * k / 16);
+  EXPECT_EQ(sum(frag, "smsp__inst_executed_op_ldsm.sum"), 4 * k / 16);
+}
+
 TEST(SimProfile, BankSweepStrideKIsAGcdKWayConflict) {
   for (int stride : {1, 2, 3, 4, 8, 32}) {
     const json r = rung(profile("exp_smem_banks --blocks 1 --stride " + std::to_string(stride) + " --reps 4"), "cuda");

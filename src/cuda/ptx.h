@@ -337,6 +337,22 @@ KL_PTX_FN void mma_m16n8k32_e5m2_f32(float (&d)[4], const uint32_t (&a)[4], cons
 #undef KL_PTX_MMA_FP8
 #undef KL_PTX_MMA_OPERANDS
 
+// ---- lop3 (sm_50+): any bitwise function of three words ------------------------------------
+
+// lop3.b32: bit i of d is bit (a_i << 2 | b_i << 1 | c_i) of kLut, the function's truth table; the
+// table of an expression is the expression on a = 0xF0, b = 0xCC, c = 0xAA ((a & b) | c: 0xEA).
+template <uint8_t kLut>
+KL_PTX_FN uint32_t lop3(uint32_t a, uint32_t b, uint32_t c) {
+  uint32_t d = 0;
+#if defined(KL_PTX_ASM)
+  asm("lop3.b32 %0, %1, %2, %3, %4;\n" : "=r"(d) : "r"(a), "r"(b), "r"(c), "n"(kLut));
+#elif defined(KL_PTX_TWIN)
+  for (int i = 0; i < 8; ++i)  // the minterm of row i where the table has a 1, without a branch
+    d |= (0u - (kLut >> i & 1u)) & (i & 4 ? a : ~a) & (i & 2 ? b : ~b) & (i & 1 ? c : ~c);
+#endif
+  return d;
+}
+
 // ---- movmatrix (sm_75+) ---------------------------------------------------------------------
 
 // movmatrix.sync.aligned.m8n8.trans.b16: transposes an 8x8 b16 matrix held in the ldmatrix

@@ -44,6 +44,7 @@ struct Result {
   float d[kKinds][16][8];  // s8 as int bits
   unsigned ld[6][32][4];   // x1, x2, x4, x1.trans, x2.trans, x4.trans: [lane][register]
   unsigned mov[32];
+  unsigned lop[2][32];  // lop3 (a & b) | c and a ^ b ^ c on per-lane words
   int fp8_ran;
 };
 
@@ -109,6 +110,8 @@ __global__ void every_wrapper(const Problem* p, Result* out) {
   kl::ptx::ldmatrix_x1(r1, row);
   out->ld[0][lane][0] = r1[0];
   out->mov[lane] = kl::ptx::movmatrix_trans(r1[0]);
+  out->lop[0][lane] = kl::ptx::lop3<0xEA>(r1[0] * 2654435761u, 0x000f000fu, 0x64006400u);
+  out->lop[1][lane] = kl::ptx::lop3<0x96>(r1[0], r1[0] * 40503u, ~r1[0] >> 3);
   kl::ptx::ldmatrix_x2(r2, row);
   for (int i = 0; i < 2; ++i) out->ld[1][lane][i] = r2[i];
   kl::ptx::ldmatrix_x4(r4, row);
@@ -219,7 +222,14 @@ int main() {
   }
   for (int l = 0; l < 32; ++l) mov_wrong += res.mov[l] != (enc(0, 2 * (l % 4), l / 4) | enc(0, 2 * (l % 4) + 1, l / 4) << 16);
   printf("ldmatrix x1/x2/x4 and .trans: %d registers wrong; movmatrix: %d lanes wrong\n", ld_wrong, mov_wrong);
-  wrong_total += ld_wrong + mov_wrong;
+  int lop_wrong = 0;
+  for (int l = 0; l < 32; ++l) {
+    const unsigned x = enc(0, l / 4, 2 * (l % 4)) | enc(0, l / 4, 2 * (l % 4) + 1) << 16;  // ldmatrix_x1's register
+    lop_wrong += res.lop[0][l] != (((x * 2654435761u) & 0x000f000fu) | 0x64006400u);
+    lop_wrong += res.lop[1][l] != (x ^ (x * 40503u) ^ (~x >> 3));
+  }
+  printf("lop3 (a & b) | c and a ^ b ^ c: %d words wrong\n", lop_wrong);
+  wrong_total += ld_wrong + mov_wrong + lop_wrong;
   CHECK(cudaFree(dp));
   CHECK(cudaFree(dr));
   if (wrong_total == 0) printf("ptx wrappers: all checks passed\n");

@@ -94,10 +94,13 @@ std::vector<TensorSpec> inputs(const Problem& p) {
 }
 
 // m through 1, 7, 33, 127, 130 and 1000; n and k multiples of 16 but not of 128 where the group
-// allows (k 64 and 192 with group 64; n 48 and 272); every zero convention in both dtypes.
+// allows (k 64 and 192 with group 64; n 48 and 272); every zero convention in both dtypes. The last
+// two split k across blocks on a GPU of any size (the CUDA rungs' k tile is 64): 22 tiles in splits
+// of 5, the second starting inside a group of 128; 11 tiles in 6 + 5.
 std::vector<Problem> check_cases(const Op& op) {
   const std::vector<std::array<int64_t, 4>> shapes = {{1, 16, 64, 64},    {7, 48, 192, 64},    {33, 272, 128, 128},
-                                                      {127, 272, 64, 64}, {130, 48, 384, 128}, {1000, 32, 256, 128}};
+                                                      {127, 272, 64, 64}, {130, 48, 384, 128}, {1000, 32, 256, 128},
+                                                      {5, 64, 1408, 128}, {40, 128, 704, 64}};
   std::vector<Problem> out;
   for (DType t : {DType::f16, DType::bf16})
     for (const char* zero : {"none", "gptq", "awq"})
@@ -136,7 +139,10 @@ Op make_gemm_w4a16_op() {
     const std::map<std::string, int64_t> d = {{"m", 16}, {"n", 2048}, {"k", 2048}};
     return std::vector<Problem>{make_problem(self, DType::f16, d, {{"zero", "gptq"}}), make_problem(self, DType::bf16, d, {{"zero", "awq"}})};
   };
-  // No profile_cases: the op has no CUDA rung yet for `sim profile` to show.
+  // Decode-sized (m 16) and small enough to simulate in seconds; one block tile's columns, one split.
+  op.profile_cases = [](const Op& self) {
+    return std::vector<Problem>{make_problem(self, DType::f16, {{"m", 16}, {"n", 64}, {"k", 256}}, {{"zero", "gptq"}})};
+  };
   // Tolerance: 4 units of the dtype's roundoff plus twice dtype_baseline's error (the harness's rule).
   op.tolerance = [](const Problem& p) { return default_tolerance(p.dtype); };
   op.error_per_row = false;  // over the whole D, as gemm: a row of n may cancel

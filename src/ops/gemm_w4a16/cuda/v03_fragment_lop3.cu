@@ -1,0 +1,137 @@
+// gemm_w4a16 v03: the weights read as the engine ships them, repacked offline into mma.sync's
+// B-fragment order (W_packed, quant/w4_fragments.h). Against v02, no 16-bit weight tile exists:
+// per k16 step and n16 strip each lane reads one 32-bit word from shared memory, which is already
+// its four B registers' eight codes; one LOP3 per register ((w >> 4r) & 0x000f000f | magic) makes
+// each half exactly magic + code, and one HSUB2 + one HFMA2 per two weights apply the zero point
+// and the scale. No I2F, no conversion, no second shared-memory round trip, no ldmatrix for B.
+// The packed words come in by cp.async 16 bytes at a time, 4 stages deep, 512 contiguous bytes
+// per k16 step of a 64-column block: the 4-bit weights cross DRAM once, at half a byte each.
+#include "ops/gemm_w4a16/cuda/w4a16_tile.cuh"
+
+namespace kl::KL_TARGET {
+
+namespace {
+using namespace w4a16;
+
+template <class Tl> constexpr int kAChunks = Tl::kBM * kChunksK;
+template <class Tl> constexpr int kWChunks = kBK / 16 * (Tl::kBN / 16) * 8;  // 128 bytes per k16 x n16
+template <class Tl> constexpr int kSmem = kStages * (kAChunks<Tl> + kWChunks<Tl>) * static_cast<int>(sizeof(Chunk));
+
+// Tile kt's packed words, [k16 step][n16 strip][32 lanes], strips past n zero-filled.
+template <class Tl, class T> __device__ __forceinline__ void load_packed(Chunk* tile, const Operands<T>& o, int col0, int l0) {
+  constexpr int kStrips = Tl::kBN / 16;
+  KL_UNROLL
+  for (int e = threadIdx.x; e < kWChunks<Tl>; e += kThreads) {
+    const int kk = e / (kStrips * 8), strip = e / 8 % kStrips, j = e % 8;
+    const int col_strip = col0 / 16 + strip;
+    if (col_strip < o.n / 16)
+      kl::ptx::cp_async_16(tile + e, o.packed + ((static_cast<int64_t>(l0 / 16 + kk) * (o.n / 16) + col_strip) * 32 + 4 * j));
+    else tile[e] = Chunk{};
+  }
+}
+
+// A group's constants as pairs of the dtype: magic + zc (to subtract), s, and -z.
+struct PairGroup {
+  uint32_t sub, scale, neg_zero;
+};
+template <class T> __device__ __forceinline__ uint32_t pair_bits(T x) {
+  const uint16_t b = bits_as<uint16_t>(x);
+  return b | uint32_t{b} << 16;
+}
+template <class T> __device__ __forceinline__ PairGroup pair_group(const Group<T>& g) {
+  constexpr bool kBf16 = std::is_same_v<T, __nv_bfloat16>;
+  return {quant::w4_zero_pair<kBf16>(uint32_t(g.zc)), pair_bits(g.s), pair_bits(g.z) ^ 0x80008000u};
+}
+
+// Register r of a packed word, dequantized: two weights (code - zc) * s - z of the dtype.
+template <class T> __device__ __forceinline__ uint32_t dequant_register(uint32_t word, int r, const PairGroup& g) {
+  using Pair = std::conditional_t<std::is_same_v<T, __half>, __half2, __nv_bfloat162>;
+  constexpr bool kBf16 = std::is_same_v<T, __nv_bfloat16>;
+  // quant::w4_biased_pair's expression, as the one instruction it is meant to be.
+  const uint32_t biased = kl::ptx::lop3<0xEA>(word >> (4 * r), 0x000f000fu, quant::kW4Magic<kBf16>);
+  const Pair q = __hsub2(bits_as<Pair>(biased), bits_as<Pair>(g.sub));  // exact: small integers
+  return bits_as<uint32_t>(__hfma2(q, bits_as<Pair>(g.scale), bits_as<Pair>(g.neg_zero)));
+}
+
+template <class T, class Tl> __global__ void __launch_bounds__(kThreads) w4a16_fragments(Operands<T> o) {
+  KL_DYNAMIC_SHARED(Chunk, smem);  // kStages x (A tile, packed weight tile)
+  const int lane = threadIdx.x % 32, row0 = blockIdx.y * Tl::kBM, col0 = blockIdx.x * Tl::kBN;
+  const int strip0 = warp_col<Tl>() / 16;
+  auto a_tile = [&](int s) { return smem + s * (kAChunks<Tl> + kWChunks<Tl>); };
+  Acc<Tl> acc = {};
+  PairGroup groups[Tl::kNS][2];
+  int loaded = -1;
+  auto load = [&](int s, int kt) {
+    load_a<Tl>(a_tile(s), o, row0, kt * kBK);
+    load_packed<Tl>(a_tile(s) + kAChunks<Tl>, o, col0, kt * kBK);
+  };
+  auto compute = [&](int s, int kt) {
+    if (const int gi = kt * kBK / o.group; gi != loaded) {  // columns g and g + 8 of each strip
+      KL_UNROLL
+      for (int j = 0; j < Tl::kNS; ++j)
+        KL_UNROLL
+        for (int h = 0; h < 2; ++h) groups[j][h] = pair_group(group_of(o, col0 + 16 * (strip0 + j) + 8 * h + lane / 4, gi));
+      loaded = gi;
+    }
+    const uint32_t* words = reinterpret_cast<const uint32_t*>(a_tile(s) + kAChunks<Tl>);
+    KL_UNROLL
+    for (int kk = 0; kk < kBK / 16; ++kk) {
+      uint32_t a[Tl::kMT][4];
+      KL_UNROLL
+      for (int i = 0; i < Tl::kMT; ++i) a_fragment(a[i], a_tile(s), warp_row<Tl>() + 16 * i, 16 * kk);
+      KL_UNROLL
+      for (int j = 0; j < Tl::kNS; ++j) {
+        const uint32_t word = words[(kk * (Tl::kBN / 16) + strip0 + j) * 32 + lane];
+        KL_UNROLL
+        for (int h = 0; h < 2; ++h) {  // n8 tile h: registers 2h (k 2t, 2t+1) and 2h + 1 (k 2t+8, 2t+9)
+          const uint32_t b[2] = {dequant_register<T>(word, 2 * h, groups[j][h]), dequant_register<T>(word, 2 * h + 1, groups[j][h])};
+          KL_UNROLL
+          for (int i = 0; i < Tl::kMT; ++i) mma<T>(acc[i][2 * j + h], a[i], b);
+        }
+      }
+    }
+  };
+  pipeline(first_tile(o.tiles_per_split), end_tile(o), load, compute);
+  store_tile<Tl>(o, acc);
+}
+
+template <class T, class Tl> void launch_tile(const W4A16Params& p, const Args& a) {
+  const Grid g = grid_of<Tl>(p, std::min(sm_count(), kMostSms));
+  const Operands<T> o = operands<T>(p, a, g, nullptr, static_cast<float*>(a.workspace));
+  allow_dynamic_smem<w4a16_fragments<T, Tl>>(kSmem<Tl>);
+  KL_LAUNCH((w4a16_fragments<T, Tl>), dim3(g.n_blocks, g.m_blocks, g.splits), kThreads, kSmem<Tl>, a.stream, o);
+  sum_splits(o, static_cast<cudaStream_t>(a.stream));
+}
+void launch(const W4A16Params& p, const Args& a) {
+  with_half(p.dtype, [&](auto e) {
+    if (decode_sized(p)) launch_tile<decltype(e), DecodeTile>(p, a);
+    else launch_tile<decltype(e), LargeTile>(p, a);
+  });
+}
+}  // namespace
+
+KL_RUNGS {
+  Rung<W4A16Params> r{
+      .op = "gemm_w4a16",
+      .name = "cuda_fragment_lop3",
+      .note = "weights repacked offline into mma.sync's B-fragment order: a lane's one 32-bit shared-memory word is its "
+              "registers' 8 codes, dequantized by LOP3 (magic-number exponent) + HSUB2 + HFMA2 right before the mma; "
+              "no 16-bit weight tile, no I2F, no ldmatrix for B",
+      .supports = fits_int,
+      .workspace_bytes = partial_bytes,
+      .configs = {{.name = "16x64|64x128_k64_4stages",
+                   .threads = kThreads,
+                   .dynamic_smem = kSmem<LargeTile>,
+                   .kernels = {{for_halves([](auto e) { return KL_KERNEL(w4a16_fragments<decltype(e), DecodeTile>); }),
+                                {"lop3.b32", "cp.async.cg.shared.global", "mma.sync.aligned.m16n8k16.row.col.f32",
+                                 "ldmatrix.sync.aligned.m8n8.x4.shared.b16"},
+                                {"LOP3.LUT", "LDGSTS.E.BYPASS.128", "HMMA.16816.F32", "LDSM.16.M88.4", "HFMA2"}},
+                               {for_halves([](auto e) { return KL_KERNEL(w4a16_fragments<decltype(e), LargeTile>); }),
+                                {"lop3.b32", "cp.async.cg.shared.global", "mma.sync.aligned.m16n8k16.row.col.f32"},
+                                {"LOP3.LUT", "LDGSTS.E.BYPASS.128", "HMMA.16816.F32", "HFMA2"}},
+                               {for_halves([](auto e) { return KL_KERNEL(w4a16_sum_splits<decltype(e)>); }), {}, {}}},
+                   .run = launch}}};
+  return {variant_of(r)};
+}
+
+}  // namespace kl::KL_TARGET

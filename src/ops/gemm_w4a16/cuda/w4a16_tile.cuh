@@ -1,0 +1,281 @@
+// What the W4A16 CUDA rungs share: the block tiles (16 x 64 for m <= 16, where the weights are the
+// whole cost; 64 x 128 otherwise), A's k64 tile in XOR-swizzled shared memory read by ldmatrix, the
+// m16n8k16 product, a group's scale and zero point, split-K for grids smaller than the GPU, and
+// the epilogue. A k tile of 64 lies inside one group (groups are 64 or 128), so one scale and one
+// zero point per output column serve a whole tile.
+//
+// W is n x k, row-major: as mma's B (k x n, "col"), its rows are B's columns, so a B fragment's two
+// consecutive k of column g are two consecutive weights of row g: no transpose anywhere.
+#pragma once
+#include <cstring>
+#include <type_traits>
+
+#include "cuda/ptx.h"
+#include "ops/gemm_w4a16/gemm_w4a16.h"
+#include "ops/gpu_rowwise.h"
+#include "quant/w4_fragments.h"
+
+namespace kl::KL_TARGET::w4a16 {
+
+using rowwise::from_f32;
+using rowwise::to_f32;
+
+struct alignas(16) Chunk {  // 16 bytes: 8 halves, 32 int4 codes or 4 packed words
+  uint32_t w[4];
+};
+
+constexpr int kThreads = 128, kWarps = kThreads / 32;
+constexpr int kBK = 64;                // k per tile: inside one group
+constexpr int kChunksK = kBK * 2 / 16;  // 16-byte chunks per row of a 16-bit k tile: 8
+constexpr int kStages = 4;
+constexpr int kMaxSplits = 16;
+constexpr int kMinTilesPerSplit = 4;  // a split shorter than this cannot fill its pipeline
+constexpr int kMostSms = 256;         // the workspace is sized before a device is asked
+
+template <int BM, int BN, int WarpsM> struct Tile {
+  static constexpr int kBM = BM, kBN = BN, kWarpsM = WarpsM, kWarpsN = kWarps / WarpsM;
+  static constexpr int kWM = BM / WarpsM, kWN = BN / kWarpsN;
+  static constexpr int kMT = kWM / 16, kNS = kWN / 16;  // m16 tiles and n16 strips per warp
+};
+using DecodeTile = Tile<16, 64, 1>;  // m <= 16: four warps side by side, each 16 x 16
+using LargeTile = Tile<64, 128, 2>;  // 2 x 2 warps, each 32 x 64
+
+template <class T> struct Operands {
+  const T* __restrict__ a;                // m x k
+  const uint8_t* __restrict__ w;          // n x k int4, two per byte, low nibble first, each code ^ 8
+  const uint32_t* __restrict__ packed;    // the codes in fragment order (quant/w4_fragments.h)
+  const T* __restrict__ w16;              // v01: the weights dequantized into the dtype, n x k
+  const T* __restrict__ scales;           // n x groups
+  const uint8_t* __restrict__ zero_codes;  // gptq: int4 q_z - 8, n x groups
+  const T* __restrict__ zero_floats;      // awq: z, n x groups
+  T* __restrict__ d;                      // m x n
+  float* __restrict__ partials;           // splits x m x n when split
+  int m, n, k, group, groups;
+  W4Zero zero;
+  int tiles_per_split, splits;
+};
+
+// The grid of a tile: (n blocks, m blocks, splits of k), each split tiles_per_split k tiles.
+struct Grid {
+  int n_blocks, m_blocks, splits, tiles_per_split;
+};
+template <class Tl> Grid grid_of(const W4A16Params& p, int sms) {
+  Grid g{int((p.n + Tl::kBN - 1) / Tl::kBN), int((p.m + Tl::kBM - 1) / Tl::kBM), 1, int(p.k / kBK)};
+  const int tiles = g.tiles_per_split, blocks = g.n_blocks * g.m_blocks;
+  const int most = std::min(kMaxSplits, std::max(1, tiles / kMinTilesPerSplit));
+  const int want = std::min(most, (sms + blocks - 1) / blocks);  // one block per SM at least
+  g.tiles_per_split = (tiles + want - 1) / want;
+  g.splits = (tiles + g.tiles_per_split - 1) / g.tiles_per_split;
+  return g;
+}
+inline bool decode_sized(const W4A16Params& p) { return p.m <= DecodeTile::kBM; }
+inline Grid grid_of(const W4A16Params& p, int sms) {
+  return decode_sized(p) ? grid_of<DecodeTile>(p, sms) : grid_of<LargeTile>(p, sms);
+}
+// fp32 partial sums of the splits, when there is more than one.
+inline size_t partial_bytes(const W4A16Params& p) {
+  const Grid g = grid_of(p, kMostSms);
+  return g.splits > 1 ? size_t(g.splits) * size_t(p.m * p.n) * sizeof(float) : 0;
+}
+
+template <class T> Operands<T> operands(const W4A16Params& p, const Args& x, const Grid& g, const T* w16, float* partials) {
+  return {x.in[p.kA].as<T>(),
+          x.in[p.kW].as<uint8_t>(),
+          x.in[p.packed_index()].as<uint32_t>(),
+          w16,
+          x.in[p.kScales].as<T>(),
+          p.zero == W4Zero::gptq ? x.in[p.kZeros].as<uint8_t>() : nullptr,
+          p.zero == W4Zero::awq ? x.in[p.kZeros].as<T>() : nullptr,
+          x.out[0].as<T>(),
+          partials,
+          int(p.m), int(p.n), int(p.k), int(p.group), int(p.groups()), p.zero,
+          g.tiles_per_split, g.splits};
+}
+
+// The bits of `from` as a To of the same size (a half2 as its 32-bit register, and back).
+template <class To, class From> __device__ __forceinline__ To bits_as(const From& from) {
+  static_assert(sizeof(To) == sizeof(From));
+  To to;
+  memcpy(static_cast<void*>(&to), &from, sizeof(to));
+  return to;
+}
+
+// ---- a group's dequantization: w = (code - zc) * s - z, one rounding -------------------------
+// none: zc 8, z 0; gptq: zc = q_z, z 0; awq: zc 0, z the float zero. The product (code - zc) * s
+// is exact in fp32 and in a 16-bit fma, so every form rounds once, as dtype_baseline does.
+template <class T> struct Group {
+  T s, z;
+  int zc;
+};
+__device__ __forceinline__ int nibble(const uint8_t* __restrict__ p, int64_t i) { return p[i >> 1] >> (4 * (i & 1)) & 0xf; }
+
+template <class T> __device__ __forceinline__ Group<T> group_of(const Operands<T>& o, int col, int gi) {
+  if (col >= o.n) return {from_f32<T>(0.0f), from_f32<T>(0.0f), 8};
+  const int64_t t = static_cast<int64_t>(col) * o.groups + gi;
+  if (o.zero == W4Zero::gptq) return {o.scales[t], from_f32<T>(0.0f), nibble(o.zero_codes, t) ^ 8};
+  if (o.zero == W4Zero::awq) return {o.scales[t], o.zero_floats[t], 0};
+  return {o.scales[t], from_f32<T>(0.0f), 8};
+}
+
+// One weight in fp32 arithmetic (v01, v02): an I2F, an FFMA and the conversion to the dtype.
+template <class T> __device__ __forceinline__ T dequant_one(int code, const Group<T>& g) {
+  return from_f32<T>(fmaf(static_cast<float>(code - g.zc), to_f32(g.s), -to_f32(g.z)));
+}
+
+// Eight consecutive codes of a row (one 32-bit word of W) as one chunk of the dtype.
+template <class T> __device__ __forceinline__ Chunk dequant_word(uint32_t word, const Group<T>& g) {
+  T e[8];
+  KL_UNROLL
+  for (int i = 0; i < 8; ++i) e[i] = dequant_one<T>(static_cast<int>(word >> (4 * i) & 0xf) ^ 8, g);
+  Chunk c;
+  memcpy(&c, e, sizeof(c));
+  return c;
+}
+
+// ---- tiles in shared memory -------------------------------------------------------------------
+// A 16-bit k64 tile row is 128 bytes: chunk c of row r at c ^ (r & 7), so the 8 rows of an
+// ldmatrix phase, and the 8 chunks of a store phase, fall in 8 different 16-byte bank groups.
+__device__ __forceinline__ int swz(int r, int c) { return c ^ (r & 7); }
+
+// A(row0.., l0..l0+64) into tile [kBM][8], rows past m zero-filled.
+template <class Tl, class T>
+__device__ __forceinline__ void load_a(Chunk* tile, const Operands<T>& o, int row0, int l0) {
+  KL_UNROLL
+  for (int e = threadIdx.x; e < Tl::kBM * kChunksK; e += kThreads) {
+    const int r = e / kChunksK, c = e % kChunksK;
+    Chunk* dst = tile + r * kChunksK + swz(r, c);
+    if (row0 + r < o.m) kl::ptx::cp_async_16(dst, o.a + static_cast<int64_t>(row0 + r) * o.k + l0 + 8 * c);
+    else *dst = Chunk{};
+  }
+}
+
+// mma's A fragment of rows r0..r0+15, k kk..kk+15 of the tile (kk a multiple of 16).
+__device__ __forceinline__ void a_fragment(uint32_t (&a)[4], const Chunk* tile, int r0, int kk) {
+  const int lane = threadIdx.x % 32;
+  // Lanes 0-7 rows 0-7 and 8-15 rows 8-15 of k 0-7, lanes 16-31 the same rows of k 8-15: a0..a3.
+  const int r = r0 + lane % 8 + 8 * ((lane / 8) % 2), c = kk / 8 + lane / 16;
+  kl::ptx::ldmatrix_x4(a, tile + r * kChunksK + swz(r, c));
+}
+
+// The B fragments of the n8 tiles n0..n0+7 and n0+8..n0+15, k kk..kk+15, from a 16-bit weight
+// tile [BN][8] (rows = output columns): b[h][0] k 0-7, b[h][1] k 8-15 of n8 tile h.
+__device__ __forceinline__ void b_fragments(uint32_t (&b)[2][2], const Chunk* tile, int n0, int kk) {
+  const int lane = threadIdx.x % 32;
+  const int r = n0 + lane % 8 + 8 * (lane / 16), c = kk / 8 + (lane / 8) % 2;
+  uint32_t x[4];
+  kl::ptx::ldmatrix_x4(x, tile + r * kChunksK + swz(r, c));
+  b[0][0] = x[0], b[0][1] = x[1], b[1][0] = x[2], b[1][1] = x[3];
+}
+
+template <class T> __device__ __forceinline__ void mma(float (&d)[4], const uint32_t (&a)[4], const uint32_t (&b)[2]) {
+  if constexpr (std::is_same_v<T, __half>) kl::ptx::mma_m16n8k16_f16_f32(d, a, b, d);
+  else kl::ptx::mma_m16n8k16_bf16_f32(d, a, b, d);
+}
+
+// The warp's place in the block tile.
+template <class Tl> __device__ __forceinline__ int warp_row() { return (threadIdx.x / 32) / Tl::kWarpsN * Tl::kWM; }
+template <class Tl> __device__ __forceinline__ int warp_col() { return (threadIdx.x / 32) % Tl::kWarpsN * Tl::kWN; }
+
+template <class Tl> using Acc = float[Tl::kMT][2 * Tl::kNS][4];
+
+// One k16 step of the warp tile from a 16-bit weight tile (v01, v02).
+template <class Tl, class T>
+__device__ __forceinline__ void warp_step_16bit(Acc<Tl>& acc, const Chunk* a_tile, const Chunk* w_tile, int kk) {
+  uint32_t a[Tl::kMT][4];
+  KL_UNROLL
+  for (int i = 0; i < Tl::kMT; ++i) a_fragment(a[i], a_tile, warp_row<Tl>() + 16 * i, kk);
+  KL_UNROLL
+  for (int s = 0; s < Tl::kNS; ++s) {
+    uint32_t b[2][2];
+    b_fragments(b, w_tile, warp_col<Tl>() + 16 * s, kk);
+    KL_UNROLL
+    for (int i = 0; i < Tl::kMT; ++i) {
+      mma<T>(acc[i][2 * s], a[i], b[0]);
+      mma<T>(acc[i][2 * s + 1], a[i], b[1]);
+    }
+  }
+}
+
+// The k tiles [t0, t1) through a ring of kStages shared-memory stages: load(stage, kt) issues tile
+// kt's cp.asyncs, compute(stage, kt) uses it; tile kt + 3 is in flight while tile kt is computed.
+// One commit group per tile, empty ones included, so "all but the newest kStages - 2 groups
+// landed" always means "tile kt landed".
+template <class Load, class Compute>
+__device__ __forceinline__ void pipeline(int t0, int t1, const Load& load, const Compute& compute) {
+  KL_UNROLL
+  for (int s = 0; s < kStages - 1; ++s) {
+    if (t0 + s < t1) load(s, t0 + s);
+    kl::ptx::cp_async_commit();
+  }
+  for (int kt = t0; kt < t1; ++kt) {
+    kl::ptx::cp_async_wait<kStages - 2>();
+    __syncthreads();  // tile kt is in for every thread, and the stage computed before it is free
+    const int next = kt + kStages - 1;
+    if (next < t1) load((next - t0) % kStages, next);
+    kl::ptx::cp_async_commit();
+    compute((kt - t0) % kStages, kt);
+  }
+}
+
+// ---- the grid's k range and the epilogue --------------------------------------------------------
+__device__ __forceinline__ int first_tile(const int tiles_per_split) { return static_cast<int>(blockIdx.z) * tiles_per_split; }
+template <class T> __device__ __forceinline__ int end_tile(const Operands<T>& o) {
+  return min(first_tile(o.tiles_per_split) + o.tiles_per_split, o.k / kBK);
+}
+
+// Element (g + 8h, 2t + e) of n8 tile j, m16 tile i: D rounded once, or this split's fp32 partial.
+template <class Tl, class T> __device__ __forceinline__ void store_tile(const Operands<T>& o, const Acc<Tl>& acc) {
+  const int lane = threadIdx.x % 32, g = lane / 4, t = lane % 4;
+  const int row0 = blockIdx.y * Tl::kBM + warp_row<Tl>(), col0 = blockIdx.x * Tl::kBN + warp_col<Tl>();
+  KL_UNROLL
+  for (int i = 0; i < Tl::kMT; ++i)
+    KL_UNROLL
+    for (int j = 0; j < 2 * Tl::kNS; ++j)
+      KL_UNROLL
+      for (int h = 0; h < 2; ++h) {
+        const int r = row0 + 16 * i + g + 8 * h, c = col0 + 8 * j + 2 * t;  // n is a multiple of 16: c + 1 < n too
+        if (r >= o.m || c >= o.n) continue;
+        const int64_t at = static_cast<int64_t>(r) * o.n + c;
+        if (o.splits > 1) {
+          *reinterpret_cast<float2*>(o.partials + blockIdx.z * static_cast<int64_t>(o.m) * o.n + at) =
+              make_float2(acc[i][j][2 * h], acc[i][j][2 * h + 1]);
+        } else if (reinterpret_cast<uintptr_t>(o.d) % 4 == 0) {  // c is even: the pair is aligned too
+          struct alignas(4) Pair {
+            T x, y;
+          };
+          *reinterpret_cast<Pair*>(o.d + at) = Pair{from_f32<T>(acc[i][j][2 * h]), from_f32<T>(acc[i][j][2 * h + 1])};
+        } else {
+          o.d[at] = from_f32<T>(acc[i][j][2 * h]);
+          o.d[at + 1] = from_f32<T>(acc[i][j][2 * h + 1]);
+        }
+      }
+}
+
+// D = the sum of the splits' partials, rounded once.
+template <class T> __global__ void __launch_bounds__(256) w4a16_sum_splits(Operands<T> o) {
+  const int64_t size = static_cast<int64_t>(o.m) * o.n;
+  for (int64_t i = blockIdx.x * int64_t{256} + threadIdx.x; i < size; i += int64_t{256} * gridDim.x) {
+    float sum = 0.0f;
+    for (int s = 0; s < o.splits; ++s) sum += o.partials[s * size + i];
+    o.d[i] = from_f32<T>(sum);
+  }
+}
+template <class T> void sum_splits(const Operands<T>& o, cudaStream_t stream) {
+  if (o.splits == 1) return;
+  const int64_t blocks = std::min<int64_t>((int64_t(o.m) * o.n + 255) / 256, 4096);
+  KL_LAUNCH(w4a16_sum_splits<T>, dim3(unsigned(blocks)), 256, 0, stream, o);
+}
+
+// Calls f(__half{}) or f(__nv_bfloat16{}) for the problem's dtype.
+template <class F> void with_half(DType t, F&& f) {
+  if (t == DType::f16) f(__half{});
+  else f(__nv_bfloat16{});
+}
+template <class F> std::vector<KernelRef> for_halves(F&& f) { return {f(__half{}), f(__nv_bfloat16{})}; }
+
+inline Reason fits_int(const W4A16Params& p) {
+  if (p.m * p.k > INT32_MAX || p.n * p.k > INT32_MAX || p.m * p.n > INT32_MAX) return "m*k, n*k and m*n must fit in 32 bits";
+  return {};
+}
+
+}  // namespace kl::KL_TARGET::w4a16
