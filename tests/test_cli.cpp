@@ -156,6 +156,8 @@ INSTANTIATE_TEST_SUITE_P(
         BadCase{"AxisValueNotAnInteger", "sweep softmax --cols 8 --axis rows=4,x7" + kFast, "x7"},
         BadCase{"AxisValueZero", "sweep softmax --cols 8 --axis rows=4,0" + kFast, "rows=0"},
         BadCase{"AxisChoiceNotAllowed", "sweep softmax --rows 4 --cols 8 --axis causal=0,2" + kFast, "'2'"},
+        BadCase{"AgainstItself", "sweep gemm_w4a16 --n 16 --k 128 --axis m=1,2 --against gemm_w4a16" + kFast, "the op swept itself"},
+        BadCase{"AgainstUnknownOp", "sweep gemm_w4a16 --n 16 --k 128 --axis m=1,2 --against gemv" + kFast, "gemv"},
         BadCase{"MissingOp", "bench --backend cpu", "op"},
         BadCase{"MissingAxis", "sweep softmax" + kFast, "--axis"},
         BadCase{"MissingSubcommand", "", "subcommand"},
@@ -278,6 +280,25 @@ TEST(Cli, SweepJson) {
   for (const auto& c : j["crossovers"]) {
     EXPECT_EQ(c.at("axis"), "cols");
     EXPECT_LT(c.at("speedup").get<double>(), 1.0);
+  }
+}
+
+// --against: the other op timed at each value; per rung its speedups in axis order and where it flips.
+TEST(Cli, SweepAgainstAnotherOpGivesEachRungsSpeedupsAndCrossover) {
+  Result r = run("sweep gemm_w4a16 --n 64 --k 128 --axis m=1,8 --against gemm --backend cpu --max-seconds 0.05 --json");
+  ASSERT_EQ(r.code, 0) << r.err;
+  const nlohmann::json a = parse_json(r).at("against");
+  EXPECT_EQ(a.at("op"), "gemm");
+  ASSERT_EQ(a.at("points").size(), 2u) << "gemm's fastest cpu variant at m 1 and m 8";
+  for (const auto& p : a["points"]) EXPECT_GT(p.at("median_s").get<double>(), 0.0);
+  ASSERT_EQ(a.at("crossovers").size(), 2u) << "cpu_dequant_gemm and cpu_packed";
+  for (const auto& c : a["crossovers"]) {
+    ASSERT_EQ(c.at("speedups").size(), 2u);
+    EXPECT_EQ(c["speedups"][0].at("value"), "1");
+    const bool first = c["speedups"][0].at("speedup").get<double>() >= 1, second = c["speedups"][1].at("speedup").get<double>() >= 1;
+    if (first == second) EXPECT_TRUE(c.at("crossover").is_null()) << c.dump();
+    else EXPECT_EQ(c.at("crossover"), "8") << c.dump();
+    EXPECT_THAT(c.at("story").get<std::string>(), HasSubstr(first == second ? "at every m swept" : "from m=8"));
   }
 }
 

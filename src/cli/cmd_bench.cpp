@@ -1,4 +1,6 @@
 #include <fmt/format.h>
+#include <fmt/ranges.h>
+#include <algorithm>
 #include <nlohmann/json.hpp>
 #include <map>
 #include <optional>
@@ -112,6 +114,81 @@ nlohmann::json points_json(const std::vector<Point>& points) {
   for (const Point& p : points) arr.push_back(point_to_json(p));
   return arr;
 }
+
+// --against: where each rung of the swept op turns slower than another op's fastest variant on the
+// same dims and dtype (gemm_w4a16 --against gemm: the unquantized GEMM, cuBLAS where a GPU is).
+struct AgainstPoint {
+  std::string value, backend, variant;  // the baseline's fastest variant at this axis value
+  double median_s = 0;
+};
+struct AgainstCrossover {
+  std::string variant, config, backend, dtype;
+  std::vector<std::pair<std::string, double>> ratios;  // per axis value, the baseline's time over the rung's
+  // The first value at which the rung's side flips (faster -> slower or the reverse); ratios.size() if never.
+  size_t flip() const {
+    for (size_t i = 1; i < ratios.size(); ++i)
+      if ((ratios[i].second >= 1.0) != (ratios[0].second >= 1.0)) return i;
+    return ratios.size();
+  }
+  std::string story(const std::string& axis) const {
+    const size_t j = flip();
+    const bool faster = ratios[0].second >= 1.0;
+    if (j == ratios.size()) return fmt::format("{} at every {} swept", faster ? "faster" : "slower", axis);
+    return fmt::format("{} up to {}={}, {} from {}={}", faster ? "faster" : "slower", axis, ratios[j - 1].first,
+                       faster ? "slower" : "faster", axis, ratios[j].first);
+  }
+};
+
+std::vector<AgainstPoint> run_against(const Op& base, const std::vector<Problem>& problems, const std::vector<std::string>& values,
+                                      const BenchFlags& f, DeviceSet& devs) {
+  BenchFlags all = f;
+  all.variants.clear(), all.configs.clear();
+  std::vector<AgainstPoint> out;
+  for (size_t i = 0; i < problems.size(); ++i) {
+    std::map<std::string, int64_t> dims;
+    for (const DimSpec& d : base.dims)
+      if (problems[i].dims.count(d.name)) dims[d.name] = problems[i].dim(d.name);
+    const Problem q = make_problem(base, problems[i].dtype, dims, {}, Use::run);
+    std::map<std::string, AgainstPoint> fastest;  // per backend
+    for (const Point& pt : run_points(base, q, all, devs, false)) {
+      AgainstPoint& b = fastest[pt.backend];
+      if (b.variant.empty() || pt.median_s < b.median_s) b = {values[i], pt.backend, pt.variant, pt.median_s};
+    }
+    for (auto& [backend, b] : fastest) out.push_back(b);
+  }
+  return out;
+}
+
+std::vector<AgainstCrossover> against_crossovers(const std::vector<Point>& points, const std::vector<Problem>& problems,
+                                                 const std::vector<std::string>& values, const std::vector<AgainstPoint>& base) {
+  std::map<std::string, AgainstCrossover> by_rung;
+  for (size_t i = 0; i < problems.size(); ++i)
+    for (const Point& pt : points) {
+      if (pt.label != problems[i].label()) continue;
+      auto b = std::find_if(base.begin(), base.end(), [&](const AgainstPoint& x) { return x.value == values[i] && x.backend == pt.backend; });
+      if (b == base.end()) continue;
+      AgainstCrossover& c = by_rung[pt.variant + "/" + pt.config + "/" + pt.backend + "/" + pt.dtype];
+      if (c.variant.empty()) c = {pt.variant, pt.config, pt.backend, pt.dtype, {}};
+      c.ratios.emplace_back(values[i], b->median_s / pt.median_s);
+    }
+  std::vector<AgainstCrossover> out;
+  for (auto& [key, c] : by_rung) out.push_back(c);
+  return out;
+}
+
+void print_against(const std::string& axis, const std::string& base, const std::vector<AgainstPoint>& points,
+                   const std::vector<AgainstCrossover>& crossovers) {
+  fmt::print("\nagainst {} (its fastest variant at each {}, same backend, dims and dtype):\n", base, axis);
+  std::vector<std::vector<std::string>> rows;
+  for (const AgainstPoint& b : points) rows.push_back({b.value, b.backend, b.variant, format_seconds(b.median_s)});
+  print_table({axis, "backend", base + " fastest", "median"}, rows);
+  fmt::print("each rung against {} ({}'s median over the rung's; the crossover {}):\n", base, base, axis);
+  for (const AgainstCrossover& c : crossovers) {
+    std::vector<std::string> speeds;
+    for (const auto& [value, ratio] : c.ratios) speeds.push_back(fmt::format("{:.2f}x at {}", ratio, value));
+    fmt::print("  {} ({}, {} {}): {}; {}\n", c.variant, c.config, c.backend, c.dtype, c.story(axis), fmt::join(speeds, ", "));
+  }
+}
 }  // namespace
 
 void add_bench(CLI::App& app) {
@@ -140,9 +217,12 @@ void add_bench(CLI::App& app) {
 void add_sweep(CLI::App& app) {
   auto* sub = app.add_subcommand("sweep", "the ladder over one shape axis, with the crossovers");
   static BenchFlags f;
-  static std::string axis;
+  static std::string axis, against;
   f.attach(*sub);
   sub->add_option("--axis", axis, "NAME=v1,v2,...")->required();
+  sub->add_option("--against", against,
+                  "another op timed on the same dims and dtype at each value; prints where each rung turns slower than its "
+                  "fastest variant (gemm_w4a16 --against gemm: the unquantized GEMM)");
   sub->callback([] {
     const Op& op = find_op(f.op);
     auto eq = axis.find('=');
@@ -178,12 +258,16 @@ void add_sweep(CLI::App& app) {
       }
       problems.push_back(make_problem(op, f.problem.dtype(op), dims, opts, Use::run, f.problem.given_tensor_dtypes()));
     }
+    const Op* base = against.empty() ? nullptr : &find_op(against);
+    if (base && base->name == op.name) bad_input(fmt::format("--against {}: the op swept itself", against));
     auto tracer = start_trace(f);
     DeviceSet devs = open_devices(wanted_backends(f.backend));
     if (devs.present.empty()) runtime_failure("backend " + devs.absent.front());
     std::vector<Point> points;
     for (const Problem& p : problems)
       for (Point& pt : run_points(op, p, f, devs, true)) points.push_back(pt);
+    const std::vector<AgainstPoint> base_points = base ? run_against(*base, problems, values, f, devs) : std::vector<AgainstPoint>{};
+    const std::vector<AgainstCrossover> base_crossovers = against_crossovers(points, problems, values, base_points);
     finish_trace(tracer, f);
     auto ladders = make_ladders(points);
     auto crossovers = find_crossovers(ladders, name);
@@ -192,8 +276,22 @@ void add_sweep(CLI::App& app) {
       for (const Crossover& c : crossovers)
         cj.push_back({{"op", c.op}, {"variant", c.variant}, {"config", c.config}, {"below", c.below}, {"backend", c.backend}, {"dtype", c.dtype},
                       {"axis", name}, {"value", c.axis_value}, {"speedup", c.speedup}});
-      fmt::print("{}\n", nlohmann::json{{"axis", name}, {"points", points_json(points)}, {"crossovers", cj},
-                                        {"absent_backends", devs.absent}}.dump(2));
+      nlohmann::json out = {{"axis", name}, {"points", points_json(points)}, {"crossovers", cj}, {"absent_backends", devs.absent}};
+      if (base) {
+        nlohmann::json bp = nlohmann::json::array(), bc = nlohmann::json::array();
+        for (const AgainstPoint& b : base_points)
+          bp.push_back({{"value", b.value}, {"backend", b.backend}, {"variant", b.variant}, {"median_s", b.median_s}});
+        for (const AgainstCrossover& c : base_crossovers) {
+          nlohmann::json ratios = nlohmann::json::array();
+          for (const auto& [value, ratio] : c.ratios) ratios.push_back({{"value", value}, {"speedup", ratio}});
+          const size_t j = c.flip();
+          bc.push_back({{"variant", c.variant}, {"config", c.config}, {"backend", c.backend}, {"dtype", c.dtype}, {"speedups", ratios},
+                        {"crossover", j < c.ratios.size() ? nlohmann::json(c.ratios[j].first) : nlohmann::json(nullptr)},
+                        {"story", c.story(name)}});
+        }
+        out["against"] = {{"op", base->name}, {"points", bp}, {"crossovers", bc}};
+      }
+      fmt::print("{}\n", out.dump(2));
       return;
     }
     print_ladders(ladders);
@@ -202,6 +300,7 @@ void add_sweep(CLI::App& app) {
     for (const Crossover& c : crossovers)
       fmt::print("  {}={}: {} ({}) is {:.2f}x the speed of {} ({} {})\n", name, c.axis_value, c.variant, c.config, c.speedup, c.below,
                  c.backend, c.dtype);
+    if (base) print_against(name, base->name, base_points, base_crossovers);
   });
 }
 
