@@ -1,8 +1,10 @@
 // gemm_w4a16's contract: parameters, validation, cost, inputs (the quantized weights derived from a
 // drawn real weight), the float64 reference and the baseline a kernel in the dtype would compute.
+#include <cblas.h>
 #include <fmt/format.h>
 
 #include <array>
+#include <climits>
 #include <string>
 
 #include "kernelab/error.h"
@@ -21,6 +23,8 @@ W4A16Params params_of(const Problem& p) {
 void validate(const Problem& p) {
   const W4A16Params a = params_of(p);
   if (a.m < 1) bad_input(fmt::format("m={} must be at least 1", a.m));
+  if (a.m > INT32_MAX || a.n > INT32_MAX || a.k > INT32_MAX)
+    bad_input(fmt::format("m={}, n={}, k={}: each must fit in 32 bits (BLAS's and the kernels' indices)", a.m, a.n, a.k));
   if (a.k % a.group != 0)
     bad_input(fmt::format("k={} is not a multiple of the group {}: a group is the run of k weights that share one scale (and "
                           "zero point), so k must hold whole groups{}",
@@ -49,29 +53,31 @@ template <class Round> std::vector<double> dequantized(const W4A16Params& a, std
   return out;
 }
 
-// D = A W^T, each sum accumulated in Acc.
-template <class Acc> std::vector<double> product(const W4A16Params& a, const std::vector<double>& x, const std::vector<double>& w) {
+// D = A W^T by OpenBLAS: dgemm for the reference, sgemm (products exact, sums in fp32) for the baseline.
+std::vector<double> product(const W4A16Params& a, const std::vector<double>& x, const std::vector<double>& w) {
   std::vector<double> d(size_t(a.m * a.n));
-#pragma omp parallel for schedule(static)
-  for (int64_t i = 0; i < a.m; ++i)
-    for (int64_t j = 0; j < a.n; ++j) {
-      Acc acc = 0;
-      for (int64_t l = 0; l < a.k; ++l) acc += Acc(x[size_t(i * a.k + l)]) * Acc(w[size_t(j * a.k + l)]);
-      d[size_t(i * a.n + j)] = double(acc);
-    }
+  cblas_dgemm(CblasRowMajor, CblasNoTrans, CblasTrans, int(a.m), int(a.n), int(a.k), 1.0, x.data(), int(a.k), w.data(), int(a.k),
+              0.0, d.data(), int(a.n));
   return d;
+}
+std::vector<double> product_in_floats(const W4A16Params& a, const std::vector<double>& x, const std::vector<double>& w) {
+  const std::vector<float> xf(x.begin(), x.end()), wf(w.begin(), w.end());
+  std::vector<float> d(size_t(a.m * a.n));
+  cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, int(a.m), int(a.n), int(a.k), 1.0f, xf.data(), int(a.k), wf.data(), int(a.k),
+              0.0f, d.data(), int(a.n));
+  return {d.begin(), d.end()};
 }
 
 std::vector<std::vector<double>> reference(const Problem& p, std::span<const Tensor> in) {
   const W4A16Params& a = p.as<W4A16Params>();
-  return {product<double>(a, to_doubles(in[a.kA]), dequantized(a, in, [](double x) { return x; }))};
+  return {product(a, to_doubles(in[a.kA]), dequantized(a, in, [](double x) { return x; }))};
 }
 
 // As a kernel in the dtype computes it: each dequantized weight rounded once to the dtype (one fused
 // multiply-add), products exact in fp32 and summed there, D rounded once.
 std::vector<std::vector<double>> dtype_baseline(const Problem& p, std::span<const Tensor> in) {
   const W4A16Params& a = p.as<W4A16Params>();
-  std::vector<double> d = product<float>(a, to_doubles(in[a.kA]), dequantized(a, in, [&](double x) { return round_to(a.dtype, x); }));
+  std::vector<double> d = product_in_floats(a, to_doubles(in[a.kA]), dequantized(a, in, [&](double x) { return round_to(a.dtype, x); }));
   for (double& x : d) x = round_to(a.dtype, x);
   return {d};
 }
