@@ -77,6 +77,16 @@ TEST(GemmQuant, WeightOnlyBytes) {
   EXPECT_THROW(gemm_weight_only_cost({0, 3, 100}, 2, 4, 64), kl::BadInput);
 }
 
+// The fragment-order rung's block rows: 16 rows of A up to m 16, 64 above; each re-dequantizes all of W.
+TEST(GemmQuant, W4DequantizationRepeatsPerBlockRow) {
+  EXPECT_EQ(w4_dequantization({1, 64, 128}).block_rows, 16);
+  EXPECT_EQ(w4_dequantization({16, 64, 128}).weights, 64.0 * 128);
+  EXPECT_EQ(w4_dequantization({17, 64, 128}).block_rows, 64);
+  EXPECT_EQ(w4_dequantization({65, 64, 128}).weights, 2.0 * 64 * 128);
+  EXPECT_EQ(w4_dequantization({4096, 4096, 4096}).instructions, 64.0 * 4096 * 4096 * 15 / 8);
+  EXPECT_THROW(w4_dequantization({0, 64, 128}), kl::BadInput);
+}
+
 TEST(GemmQuant, W8A8Bytes) {
   // m=2, n=3, k=4: FLOPs 48; A 8 + W 12 at 1 byte, C 6*2 = 12, scales 4*(2+3) = 20: 52 bytes.
   kl::Cost c = gemm_w8a8_cost({2, 3, 4});

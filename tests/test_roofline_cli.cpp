@@ -136,6 +136,10 @@ TEST(ExplainCli, WeightOnlyGemmStatesWhereItPays) {
   ASSERT_EQ(r.code, 0) << r.err;
   EXPECT_NE(r.out.find("= 345.1 "), std::string::npos) << r.out;
   EXPECT_NE(r.out.find("Here m = 16: it pays"), std::string::npos) << r.out;
+  // 4096 x 4096 weights once (16 rows per block row), 15/8 instructions each, at 128 x 132 x 1.98e9 per second.
+  EXPECT_NE(r.out.find("1.678e+07 weights, 3.146e+07 instructions"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("at least 940.3 ns of issue time"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("memory-bound, so it hides under the loads"), std::string::npos) << r.out;
 }
 
 TEST(ExplainCli, ResultsFileAndJson) {

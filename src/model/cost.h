@@ -27,6 +27,17 @@ inline constexpr std::string_view kCountingGemmWeightOnly =
     "once, W (k*n) in weight-bits bits, plus one fp16 scale per group of group-size weights along k "
     "(ceil(k/G)*n*2 bytes)";
 Cost gemm_weight_only_cost(const GemmShape& s, double act_bytes, int weight_bits, int64_t group_size);
+// The in-register int4 dequantization of kernelab's fragment-order W4A16 rung
+// (src/ops/gemm_w4a16/cuda/v03_fragment_lop3.cu): per lane and 32-bit word of 8 weights, 3 shifts,
+// 4 LOP3, 4 HSUB2 and 4 HFMA2, 15 instructions; every block row of the grid (16 rows of A at
+// m <= 16, 64 above) dequantizes all n*k weights again.
+struct Dequantization {
+  double instructions_per_weight = 15.0 / 8;
+  int64_t block_rows = 0;    // the rung's rows of A per block
+  double weights = 0;        // dequantized over the grid: n * k * ceil(m / block_rows)
+  double instructions = 0;   // thread instructions
+};
+Dequantization w4_dequantization(const GemmShape& s);
 // The weight bytes of that form: k*n*weight_bits/8 + ceil(k/group_size)*n*2. BadInput unless
 // weight_bits is 4 or 8 and group_size is positive.
 double gemm_weight_bytes(int64_t k, int64_t n, int weight_bits, int64_t group_size);

@@ -72,6 +72,26 @@ std::string roof_story(const Request&, const Analysis& a) {
   return s;
 }
 
+// What the FLOP count leaves out: the int4 weights' dequantization in registers, repeated per block row.
+std::string dequantization_story(const GemmShape& g, const Analysis& a) {
+  const Dequantization d = w4_dequantization(g);
+  const GpuSpec& gpu = find_gpu(a.gpu);
+  // An SM issues at most 4 warp instructions (128 thread instructions) per clock: one per scheduler,
+  // four schedulers (the Ampere and Hopper architecture whitepapers' SM).
+  const double issue = 128.0 * gpu.sm_count.value * gpu.boost_clock_mhz.value * 1e6;
+  const double t = d.instructions / issue;
+  return fmt::format("  dequantize   {} instructions per weight, in registers (cuda_fragment_lop3: per lane and word of 8 "
+                     "weights 3 shifts, 4 LOP3, 4 HSUB2, 4 HFMA2), every weight again per block row of {} rows of A: {} "
+                     "weights, {} instructions; at 128 per clock per SM ({} SMs at {} MHz, {}) at least {} of issue "
+                     "time, {:.0f}% of the int4 gemm's lower bound {}: {}; it grows with m while the saved bytes stop "
+                     "counting (modelled)\n",
+                     num(d.instructions_per_weight), d.block_rows, num(d.weights), num(d.instructions),
+                     num(gpu.sm_count.value), num(gpu.boost_clock_mhz.value), gpu.sm_count.source, secs(t),
+                     100 * t / a.roof.t_lower_bound_s, secs(a.roof.t_lower_bound_s),
+                     a.roof.compute_bound ? "compute-bound, so these slots come out of the schedulers that issue the mma.sync"
+                                          : "memory-bound, so it hides under the loads while it stays below 100%");
+}
+
 std::string gemm_story(const Request& req, const Analysis& a) {
   std::string s = roof_story(req, a);
   const GemmShape g = gemm_shape(req);
@@ -117,6 +137,7 @@ std::string gemm_story(const Request& req, const Analysis& a) {
                    a.dtype, where, g.m, u.roof.compute_bound ? "does not pay" : "pays");
   const std::optional<double> m_q = gemm_compute_bound_m(g.n, g.k, e, wq, a.roof.ridge);
   s += fmt::format("  the int{} gemm itself turns compute-bound at m = {}\n", bits, m_q ? num(*m_q) : "never");
+  if (bits == 4) s += dequantization_story(g, a);
   return s;
 }
 

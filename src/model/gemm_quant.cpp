@@ -25,6 +25,15 @@ Cost gemm_weight_only_cost(const GemmShape& s, double act_bytes, int weight_bits
   return Cost{2 * m * n * k, (m * k + m * n) * act_bytes + gemm_weight_bytes(s.k, s.n, weight_bits, group_size)};
 }
 
+Dequantization w4_dequantization(const GemmShape& s) {
+  check(s);
+  Dequantization d;
+  d.block_rows = s.m <= 16 ? 16 : 64;
+  d.weights = static_cast<double>(s.n) * static_cast<double>(s.k) * static_cast<double>((s.m + d.block_rows - 1) / d.block_rows);
+  d.instructions = d.weights * d.instructions_per_weight;
+  return d;
+}
+
 Cost gemm_w8a8_cost(const GemmShape& s) {
   check(s);
   const double m = static_cast<double>(s.m), n = static_cast<double>(s.n), k = static_cast<double>(s.k);
