@@ -347,7 +347,7 @@ KL_PTX_FN uint32_t lop3(uint32_t a, uint32_t b, uint32_t c) {
 #if defined(KL_PTX_ASM)
   asm("lop3.b32 %0, %1, %2, %3, %4;\n" : "=r"(d) : "r"(a), "r"(b), "r"(c), "n"(kLut));
 #elif defined(KL_PTX_TWIN)
-  for (int i = 0; i < 8; ++i)  // the minterm of row i where the table has a 1, without a branch
+  for (int i = 0; i < 8; ++i)  // the OR of the minterms of the rows where the table has a 1
     d |= (0u - (kLut >> i & 1u)) & (i & 4 ? a : ~a) & (i & 2 ? b : ~b) & (i & 1 ? c : ~c);
 #endif
   return d;
