@@ -24,6 +24,9 @@ from collections import defaultdict
 
 GPU_CATS = {"kernel": "kernel", "gpu_memcpy": "memcpy", "gpu_memset": "memset"}
 HOST_CATS = {"cuda_runtime", "cuda_driver", "cpu_op", "user_annotation"}
+# PyTorch 1.8-1.9's spellings of the same Kineto activity types.
+OLD_CATS = {"Kernel": "kernel", "Memcpy": "gpu_memcpy", "Memset": "gpu_memset", "Runtime": "cuda_runtime",
+            "Driver": "cuda_driver", "Operator": "cpu_op"}
 LAUNCH_NAMES = {"cudaLaunchKernel", "cudaLaunchKernelExC", "cudaMemcpyAsync", "cudaMemsetAsync"}
 SYNC_NAMES = {"cudaDeviceSynchronize", "cudaStreamSynchronize", "cudaEventSynchronize"}
 # hta/utils/utils.py
@@ -72,7 +75,7 @@ def load(path):
     for e in events:
         if e.get("ph") != "X" or not isinstance(e.get("cat"), str):
             continue
-        cat = e["cat"]
+        cat = OLD_CATS.get(e["cat"], e["cat"])
         args = e.get("args") if isinstance(e.get("args"), dict) else {}
         stream = as_int(args["stream"], -1) if "stream" in args else -1
         if cat not in GPU_CATS and cat not in HOST_CATS and (stream == -1 or cat == "Trace"):

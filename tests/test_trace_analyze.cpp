@@ -147,6 +147,27 @@ TEST(TraceAnalyze, FindingsRankedByTimeAtStake) {
   for (size_t i = 1; i < r.findings.size(); ++i) EXPECT_GE(r.findings[i - 1].impact, r.findings[i].impact);
 }
 
+// PyTorch 1.8-1.9 spelled Kineto's categories "Kernel", "Memcpy", "Memset", "Runtime", "Operator":
+// the same events under those names give the same analysis (the published ResNet-50 samples use them).
+TEST(TraceAnalyze, PyTorch19CategorySpellingsGiveTheSameReport) {
+  nlohmann::json now = report_json(two_streams(), 0), old = report_json(two_streams("two_streams_pytorch19.json"), 0);
+  for (nlohmann::json* j : {&now, &old}) j->erase("source"), j->erase("categories"), j->erase("json_bytes");
+  EXPECT_EQ(old, now);
+  EXPECT_EQ(old.at("devices").size(), 1u);
+}
+
+// The PyTorch profiler's own ResNet-50 sample (1.9, tests/data/pytorch_traces): read, not "no GPU activity".
+TEST(TraceAnalyze, PublishedPyTorch19SampleHasItsKernels) {
+  const Report r = analyze(load_trace_file(std::string(KERNELAB_SOURCE_DIR) + "/tests/data/pytorch_traces/resnet50_pytorch19_workers0.json.gz"));
+  ASSERT_TRUE(r.gpu_activity());
+  ASSERT_EQ(r.devices.size(), 1u);
+  EXPECT_EQ(r.devices.at(0).kernels, 8772u);
+  EXPECT_EQ(r.devices.at(0).memcpys, 12u);
+  EXPECT_EQ(r.devices.at(0).memsets, 312u);
+  EXPECT_EQ(r.device_names.at(0), "Tesla V100-DGXS-32GB");
+  EXPECT_EQ(r.events, 75718u);
+}
+
 TEST(TraceAnalyze, GzipGivesTheSameReport) {
   EXPECT_EQ(report_json(two_streams(), 0).dump(), [] {
     auto j = report_json(two_streams("two_streams.json.gz"), 0);

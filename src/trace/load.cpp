@@ -96,13 +96,15 @@ int64_t as_int(od::value v, int64_t fallback) {
 
 enum class Cat { kernel, memcpy, memset, runtime, driver, cpu_op, user_annotation, other };
 
+// Kineto's activity types by both of its spellings: PyTorch 1.8-1.9 ("Kernel", "Memcpy", "Memset",
+// "Runtime", "Operator") and 1.10 on ("kernel", "gpu_memcpy", "gpu_memset", "cuda_runtime", "cpu_op").
 Cat classify(std::string_view cat) {
-  if (cat == "kernel") return Cat::kernel;
-  if (cat == "gpu_memcpy") return Cat::memcpy;
-  if (cat == "gpu_memset") return Cat::memset;
-  if (cat == "cuda_runtime") return Cat::runtime;
-  if (cat == "cuda_driver") return Cat::driver;
-  if (cat == "cpu_op") return Cat::cpu_op;
+  if (cat == "kernel" || cat == "Kernel") return Cat::kernel;
+  if (cat == "gpu_memcpy" || cat == "Memcpy") return Cat::memcpy;
+  if (cat == "gpu_memset" || cat == "Memset") return Cat::memset;
+  if (cat == "cuda_runtime" || cat == "Runtime") return Cat::runtime;
+  if (cat == "cuda_driver" || cat == "Driver") return Cat::driver;
+  if (cat == "cpu_op" || cat == "Operator") return Cat::cpu_op;
   if (cat == "user_annotation") return Cat::user_annotation;
   return Cat::other;
 }
