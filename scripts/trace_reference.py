@@ -136,8 +136,28 @@ def us(ns):
     return ns / 1000.0
 
 
-def reference(path, kernel_wait_us=30.0, gap_us=100.0, chunks=10):
+def complete_steps(gpu, host, stream_events):
+    """HTA's default window (hta/common/trace.py, include_last_profiler_step=False): with two or more
+    ProfilerStep#N, the host events that start before the last step starts and the GPU ops and
+    stream events whose correlation one of those carries."""
+    starts = defaultdict(list)
+    for h in host:
+        m = re.fullmatch(r"ProfilerStep#(\d+)", h["name"])
+        if m:
+            starts[int(m.group(1))].append(h["ts"])
+    if len(starts) < 2:
+        return gpu, host, stream_events
+    last_start = max(min(ts) for ts in starts.values())
+    host = [h for h in host if h["ts"] < last_start]
+    launched = {h["corr"] for h in host if h["corr"] >= 0}
+    keep = lambda evs: [e for e in evs if e["corr"] >= 0 and e["corr"] in launched]
+    return keep(gpu), host, keep(stream_events)
+
+
+def reference(path, kernel_wait_us=30.0, gap_us=100.0, chunks=10, steps="all"):
     gpu, host, stream_events = load(path)
+    if steps == "complete":
+        gpu, host, stream_events = complete_steps(gpu, host, stream_events)
     out = {"devices": {}, "temporal_breakdown": {}, "overlap": {}}
     by_dev = defaultdict(list)
     for op in gpu:
@@ -296,6 +316,7 @@ def main():
     ap.add_argument("paths", nargs="+", help="trace files or folders of them")
     ap.add_argument("--kernelab", help="compare with this kernelab binary's `trace analyze --json`")
     ap.add_argument("--skip-missing", action="store_true", help="exit 77 when no path exists")
+    ap.add_argument("--steps", choices=["all", "complete"], default="all", help="the event window (trace analyze --steps)")
     args = ap.parse_args()
     if args.skip_missing and not any(os.path.exists(p) for p in args.paths):
         print("no trace folder found: skipped")
@@ -306,11 +327,11 @@ def main():
         return 2 if not args.skip_missing else 77
     failed = 0
     for f in files:
-        ref = reference(f)
+        ref = reference(f, steps=args.steps)
         if not args.kernelab:
             print(json.dumps({"file": f, **ref}, indent=2))
             continue
-        run = subprocess.run([args.kernelab, "trace", "analyze", "--json", "--top", "0", f], capture_output=True, text=True)
+        run = subprocess.run([args.kernelab, "trace", "analyze", "--json", "--top", "0", "--steps", args.steps, f], capture_output=True, text=True)
         if run.returncode != 0:
             print(f"FAIL {f}: kernelab exited {run.returncode}: {run.stderr.strip()}")
             failed += 1

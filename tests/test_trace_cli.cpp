@@ -42,6 +42,48 @@ TEST(TraceCli, AnalyzeTextStatesTheThresholdAndItsUnit) {
   EXPECT_NE(r.out.find("findings"), std::string::npos);
 }
 
+// --steps complete reproduces HTA's default temporal breakdown (HTA's window: the events of the
+// profiler steps before the last); the figures are HTA 0.5's on the same files (issue #19).
+TEST(TraceCli, StepsCompleteGivesHtasDefaultBreakdown) {
+  const std::string src = KERNELAB_SOURCE_DIR;
+  const Result hta = run("trace analyze --json --steps complete " + src + "/tests/data/hta_traces/trace_diff_test.json.gz");
+  ASSERT_EQ(hta.code, 0) << hta.err;
+  const auto t = nlohmann::json::parse(hta.out)["temporal_breakdown"]["1"];
+  EXPECT_NEAR(t["span_us"].get<double>() / 1000, 628.4, 0.05) << "HTA's default span; every event gives 745.2 ms";
+  const Result all = run("trace analyze --json " + src + "/tests/data/hta_traces/trace_diff_test.json.gz");
+  EXPECT_NEAR(nlohmann::json::parse(all.out)["temporal_breakdown"]["1"]["span_us"].get<double>() / 1000, 745.2, 0.05);
+  const Result r50 = run("trace analyze --json --steps complete " + src + "/tests/data/pytorch_traces/resnet50_pytorch19_workers0.json.gz");
+  ASSERT_EQ(r50.code, 0) << r50.err;
+  const auto j = nlohmann::json::parse(r50.out);
+  EXPECT_EQ(j["temporal_breakdown"]["0"]["span_us"].get<double>(), 830494.0);
+  EXPECT_EQ(j["temporal_breakdown"]["0"]["idle_us"].get<double>(), 327463.0);
+  EXPECT_EQ(j["steps"]["found"], 6);
+  EXPECT_TRUE(j["steps"]["filtered"].get<bool>());
+}
+
+// A-B keeps the host events inside those steps and the GPU ops they launched; bad windows exit 2.
+TEST(TraceCli, StepsRangeKeepsThoseStepsAndBadWindowsSayWhy) {
+  const std::string f = std::string(KERNELAB_SOURCE_DIR) + "/tests/data/pytorch_traces/resnet50_pytorch19_workers0.json.gz";
+  const auto count = [&](const std::string& steps) {
+    const Result r = run("trace analyze --json --steps " + steps + " " + f);
+    EXPECT_EQ(r.code, 0) << r.err;
+    return r.code == 0 ? nlohmann::json::parse(r.out)["kernel_count"].get<int>() : -1;
+  };
+  const int s5 = count("5"), s6 = count("6"), both = count("5-6");
+  EXPECT_GT(s5, 0);
+  EXPECT_GT(s6, 0);
+  EXPECT_EQ(both, s5 + s6) << "the steps do not overlap";
+  EXPECT_LT(count("5-9"), count("all"));
+  for (const char* bad : {"9-5", "x", "5-", "-3", "100-101"}) {
+    const Result r = run(std::string("trace analyze --steps ") + bad + " " + f);
+    EXPECT_EQ(r.code, 2) << bad;
+    EXPECT_NE(r.err.find("--steps"), std::string::npos) << r.err;
+  }
+  const Result none = run("trace analyze --steps complete " + kTraces + "two_streams.json");
+  ASSERT_EQ(none.code, 0) << none.err;
+  EXPECT_NE(none.out.find("every event: 0 profiler steps"), std::string::npos) << none.out;
+}
+
 TEST(TraceCli, BadInputExitsTwoWithAMessage) {
   const std::string gz = slurp(kTraces + "two_streams.json.gz");
   std::ofstream(scratch("cut.json.gz"), std::ios::binary) << gz.substr(0, gz.size() / 2);

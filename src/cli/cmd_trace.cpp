@@ -7,6 +7,7 @@
 
 #include "cli/common.h"
 #include "trace/load.h"
+#include "trace/steps.h"
 #include "trace/report_json.h"
 
 namespace kl::cli {
@@ -132,7 +133,12 @@ struct AnalyzeFlags {
   AnalyzeOptions opt;
   int top = 10;
   bool json = false;
+  std::string steps = "all";
   void attach(CLI::App& sub) {
+    sub.add_option("--steps", steps,
+                   "all (every event), complete (HTA's default: the events of the profiler steps before the last one) "
+                   "or A-B (ProfilerStep#A to #B)")
+        ->capture_default_str();
     sub.add_option("--top", top, "kernels listed (0: all)")->check(CLI::NonNegativeNumber)->capture_default_str();
     sub.add_option("--kernel-wait-us", opt.kernel_wait_us, "idle breakdown: a gap shorter than this (us) is kernel wait")
         ->check(CLI::NonNegativeNumber)->capture_default_str();
@@ -153,9 +159,18 @@ void add_trace(CLI::App& app) {
   analyze_cmd->add_option("file", file, "trace file")->required();
   af.attach(*analyze_cmd);
   analyze_cmd->callback([] {
-    const Report r = analyze(load_trace_file(file), af.opt);
-    if (af.json) fmt::print("{}\n", report_json(r, af.top).dump(2));
-    else print_report(r, af.top);
+    const StepWindow window = parse_steps(af.steps);
+    TraceData t = load_trace_file(file);
+    const StepSelection sel = select_steps(t, window);
+    const Report r = analyze(t, af.opt);
+    if (af.json) {
+      nlohmann::json j = report_json(r, af.top);
+      j["steps"] = {{"window", af.steps}, {"found", sel.steps_found}, {"filtered", sel.filtered}, {"kept", sel.what}};
+      fmt::print("{}\n", j.dump(2));
+      return;
+    }
+    fmt::print("steps: {}\n", sel.what);
+    print_report(r, af.top);
   });
 
   auto* diff_cmd = trace->add_subcommand("diff", "per-kernel count and time differences between two traces");
@@ -165,8 +180,11 @@ void add_trace(CLI::App& app) {
   diff_cmd->add_option("b", file_b, "trace B")->required();
   df.attach(*diff_cmd);
   diff_cmd->callback([] {
-    const Report a = analyze(load_trace_file(file_a), df.opt);
-    const Report b = analyze(load_trace_file(file_b), df.opt);
+    const StepWindow window = parse_steps(df.steps);
+    TraceData ta = load_trace_file(file_a), tb = load_trace_file(file_b);
+    select_steps(ta, window), select_steps(tb, window);
+    const Report a = analyze(ta, df.opt);
+    const Report b = analyze(tb, df.opt);
     const TraceDiff d = diff_reports(a, b);
     if (df.json) fmt::print("{}\n", diff_json(d, df.top).dump(2));
     else print_diff(d, df.top);

@@ -247,6 +247,7 @@ class Loader {
       case Cat::other: {
         if (t_.names[f.cat] == "Trace") return;  // HTA drops the profiler's own "Trace" span
         t_.stream_events.push(ts, dur, device, f.stream, f.name);
+        t_.stream_events.correlation.push_back(f.correlation);
         return;
       }
     }

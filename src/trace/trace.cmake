@@ -81,6 +81,9 @@ if(Python3_FOUND)
   add_test(NAME trace_reference_pytorch  # the PyTorch profiler's published samples (1.9's category spellings)
            COMMAND ${Python3_EXECUTABLE} ${CMAKE_SOURCE_DIR}/scripts/trace_reference.py --kernelab $<TARGET_FILE:kernelab>
                    ${CMAKE_SOURCE_DIR}/tests/data/pytorch_traces)
+  add_test(NAME trace_reference_steps_complete  # HTA's default window on the traces with profiler steps
+           COMMAND ${Python3_EXECUTABLE} ${CMAKE_SOURCE_DIR}/scripts/trace_reference.py --kernelab $<TARGET_FILE:kernelab>
+                   --steps complete ${CMAKE_SOURCE_DIR}/tests/data/hta_traces ${CMAKE_SOURCE_DIR}/tests/data/pytorch_traces)
   add_test(NAME trace_reference_real
            COMMAND ${Python3_EXECUTABLE} ${CMAKE_SOURCE_DIR}/scripts/trace_reference.py --kernelab $<TARGET_FILE:kernelab>
                    --skip-missing ${CMAKE_SOURCE_DIR}/../shared/data/traces)

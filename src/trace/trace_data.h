@@ -64,7 +64,9 @@ struct HostEvents {
 
 // Other "X" events that carry a CUDA stream (cuda_sync: Stream Sync, Stream Wait Event...). HTA
 // counts them as GPU time in its temporal breakdown, so that breakdown reads them too.
-struct StreamEvents : StreamColumns {};
+struct StreamEvents : StreamColumns {
+  std::vector<int64_t> correlation;  // args.correlation, -1 when absent
+};
 
 struct TraceData {
   std::string source;  // the file name

@@ -1,0 +1,127 @@
+#include "trace/steps.h"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <charconv>
+#include <limits>
+#include <map>
+#include <optional>
+#include <unordered_set>
+
+#include "kernelab/error.h"
+
+namespace kl::trace {
+
+namespace {
+std::optional<int64_t> number(std::string_view s) {
+  int64_t v = 0;
+  auto [end, ec] = std::from_chars(s.data(), s.data() + s.size(), v);
+  if (ec != std::errc() || end != s.data() + s.size() || s.empty()) return std::nullopt;
+  return v;
+}
+
+// N of a host event named "ProfilerStep#N".
+std::optional<int64_t> step_number(std::string_view name) {
+  constexpr std::string_view kPrefix = "ProfilerStep#";
+  if (name.substr(0, kPrefix.size()) != kPrefix) return std::nullopt;
+  return number(name.substr(kPrefix.size()));
+}
+
+struct Span {
+  Ns start = std::numeric_limits<Ns>::max(), end = std::numeric_limits<Ns>::min();
+};
+
+// Keeps element i of every column of `c` where keep(i).
+template <class Keep> void keep_gpu(GpuOps& g, Keep keep) {
+  GpuOps out;
+  for (size_t i = 0; i < g.size(); ++i)
+    if (keep(g.correlation[i])) {
+      out.push(g.ts[i], g.dur[i], g.device[i], g.stream[i], g.name[i]);
+      out.correlation.push_back(g.correlation[i]), out.bytes.push_back(g.bytes[i]), out.kind.push_back(g.kind[i]);
+    }
+  g = std::move(out);
+}
+template <class Keep> void keep_stream_events(StreamEvents& s, Keep keep) {
+  StreamEvents out;
+  for (size_t i = 0; i < s.size(); ++i)
+    if (keep(s.correlation[i])) {
+      out.push(s.ts[i], s.dur[i], s.device[i], s.stream[i], s.name[i]);
+      out.correlation.push_back(s.correlation[i]);
+    }
+  s = std::move(out);
+}
+template <class Keep> void keep_host(HostEvents& h, Keep keep) {
+  HostEvents out;
+  for (size_t i = 0; i < h.size(); ++i)
+    if (keep(h.ts[i])) {
+      out.ts.push_back(h.ts[i]), out.dur.push_back(h.dur[i]), out.correlation.push_back(h.correlation[i]);
+      out.name.push_back(h.name[i]), out.kind.push_back(h.kind[i]);
+    }
+  h = std::move(out);
+}
+
+// Host events with `keep(ts)`, and the GPU ops and stream events whose correlation one of them carries.
+template <class Keep> void keep_launched_by(TraceData& t, Keep keep) {
+  keep_host(t.host, keep);
+  std::unordered_set<int64_t> launched;
+  for (size_t i = 0; i < t.host.size(); ++i)
+    if (t.host.correlation[i] >= 0) launched.insert(t.host.correlation[i]);
+  auto kept = [&](int64_t corr) { return corr >= 0 && launched.count(corr) > 0; };
+  keep_gpu(t.gpu, kept);
+  keep_stream_events(t.stream_events, kept);
+}
+}  // namespace
+
+StepWindow parse_steps(std::string_view text) {
+  if (text == "all") return {};
+  if (text == "complete") return {StepWindow::Kind::complete};
+  const size_t dash = text.find('-');
+  const auto a = dash == std::string_view::npos ? number(text) : number(text.substr(0, dash));
+  const auto b = dash == std::string_view::npos ? a : number(text.substr(dash + 1));
+  if (!a || !b || *a < 0 || *b < *a)
+    bad_input(fmt::format("--steps '{}': expected all, complete, N or A-B with 0 <= A <= B (ProfilerStep numbers)", text));
+  return {StepWindow::Kind::range, *a, *b};
+}
+
+StepSelection select_steps(TraceData& t, const StepWindow& w) {
+  std::map<int64_t, Span> steps;
+  for (size_t i = 0; i < t.host.size(); ++i)
+    if (const auto n = step_number(t.names[t.host.name[i]])) {
+      Span& s = steps[*n];
+      s.start = std::min(s.start, t.host.ts[i]), s.end = std::max(s.end, t.host.ts[i] + t.host.dur[i]);
+    }
+  StepSelection sel;
+  sel.steps_found = steps.size();
+  if (w.kind == StepWindow::Kind::all) {
+    sel.what = fmt::format("every event ({} profiler steps in the trace)", steps.size());
+    return sel;
+  }
+  if (w.kind == StepWindow::Kind::complete) {
+    if (steps.size() < 2) {
+      sel.what = fmt::format("every event: {} profiler step{} in the trace, and HTA filters only with two or more",
+                             steps.size(), steps.size() == 1 ? "" : "s");
+      return sel;
+    }
+    Ns last_start = std::numeric_limits<Ns>::min();
+    for (const auto& [n, s] : steps) last_start = std::max(last_start, s.start);
+    keep_launched_by(t, [&](Ns ts) { return ts < last_start; });
+    sel.filtered = true;
+    sel.what = fmt::format("HTA's default: of the {} profiler steps #{}-#{}, the last dropped: host events starting before "
+                           "#{} and the GPU ops they launched",
+                           steps.size(), steps.begin()->first, steps.rbegin()->first, steps.rbegin()->first);
+    return sel;
+  }
+  if (!steps.count(w.first) || !steps.count(w.last)) {
+    std::string have;
+    for (const auto& [n, s] : steps) have += (have.empty() ? "" : ", ") + std::to_string(n);
+    bad_input(fmt::format("--steps {}-{}: the trace has profiler steps {}", w.first, w.last, have.empty() ? "none" : have));
+  }
+  const Ns from = steps.at(w.first).start, to = steps.at(w.last).end;
+  keep_launched_by(t, [&](Ns ts) { return ts >= from && ts <= to; });
+  sel.filtered = true;
+  sel.what = fmt::format("steps {}-{}: host events inside them and the GPU ops they launched", w.first, w.last);
+  return sel;
+}
+
+}  // namespace kl::trace
