@@ -12,6 +12,7 @@
 #include "kernelab/error.h"
 #include "trace/load.h"
 #include "trace/report_json.h"
+#include "trace/steps.h"
 
 namespace {
 using namespace kl::trace;
@@ -166,6 +167,39 @@ TEST(TraceAnalyze, PublishedPyTorch19SampleHasItsKernels) {
   EXPECT_EQ(r.devices.at(0).memsets, 312u);
   EXPECT_EQ(r.device_names.at(0), "Tesla V100-DGXS-32GB");
   EXPECT_EQ(r.events, 75718u);
+}
+
+// two_steps.json, in us: ProfilerStep#1 [0,100) launches kernel_a [20,30); ProfilerStep#2 [100,300)
+// launches kernel_b [120,150) and, by a call at 250, kernel_c [260,265).
+TEST(TraceSteps, TableCompleteAndRangeByHand) {
+  const TraceData t = load_trace_file(data("two_steps.json"));
+  const StepTable table = step_table(t, {});
+  ASSERT_EQ(table.rows.size(), 2u);
+  EXPECT_EQ(table.rows[0].step, 1);
+  EXPECT_EQ(table.rows[0].kernels, 1u);
+  EXPECT_EQ(table.rows[0].kernel_time, 10'000);
+  EXPECT_EQ(table.rows[0].gpu_span, 10'000);
+  EXPECT_EQ(table.rows[1].cpu_dur, 200'000);
+  EXPECT_EQ(table.rows[1].kernels, 2u);
+  EXPECT_EQ(table.rows[1].kernel_time, 35'000);
+  EXPECT_EQ(table.rows[1].gpu_span, 145'000);  // 120 to 265
+  EXPECT_EQ(table.rows[1].gpu_busy, 35'000);
+  EXPECT_EQ(table.rows[1].host_wait, 110'000);  // kernel_c's call (250) started after kernel_b ended (150)
+  EXPECT_EQ(table.slowest, "step 2 took 200 us, 100 us more than the median step 1 (100 us); most of it 110 us more host wait "
+                           "(the GPU waited for the CPU to launch)");
+  TraceData complete = t;
+  const StepSelection sel = select_steps(complete, parse_steps("complete"));
+  EXPECT_TRUE(sel.filtered);
+  EXPECT_EQ(complete.gpu.size(), 1u) << "HTA's window: launched before the last step starts";
+  EXPECT_EQ(complete.host.size(), 2u);
+  TraceData second = t;
+  select_steps(second, parse_steps("2-2"));
+  EXPECT_EQ(second.gpu.size(), 2u);
+  TraceData all = t;
+  EXPECT_FALSE(select_steps(all, parse_steps("all")).filtered);
+  EXPECT_EQ(all.gpu.size(), 3u);
+  EXPECT_THROW(parse_steps("2-1"), kl::BadInput);
+  EXPECT_THROW(select_steps(second, parse_steps("3")), kl::BadInput);
 }
 
 TEST(TraceAnalyze, GzipGivesTheSameReport) {

@@ -129,6 +129,19 @@ void print_diff(const TraceDiff& d, int top) {
   print_table({"delta", "time A", "time B", "count A", "count B", "name"}, rows);
 }
 
+// Per profiler step (every step, whatever --steps keeps): the GPU ops each step launched.
+void print_steps(const StepTable& table) {
+  if (table.rows.empty()) return;
+  fmt::print("\nprofiler steps (GPU ops launched inside each ProfilerStep#N, all devices; waits: the idle breakdown's gaps summed over streams)\n");
+  std::vector<std::vector<std::string>> rows;
+  for (const StepRow& s : table.rows)
+    rows.push_back({std::to_string(s.step), format_ns(double(s.cpu_dur)), std::to_string(s.kernels), format_ns(double(s.kernel_time)),
+                    format_ns(double(s.gpu_span)), format_ns(double(s.gpu_busy)), format_ns(double(s.gpu_span - s.gpu_busy)), format_ns(double(s.host_wait)),
+                    format_ns(double(s.kernel_wait)), format_ns(double(s.other_idle))});
+  print_table({"step", "CPU time", "kernels", "kernel time", "GPU span", "GPU busy", "GPU idle", "host wait", "kernel wait", "other wait"}, rows);
+  if (!table.slowest.empty()) fmt::print("slowest: {}\n", table.slowest);
+}
+
 struct AnalyzeFlags {
   AnalyzeOptions opt;
   int top = 10;
@@ -161,16 +174,24 @@ void add_trace(CLI::App& app) {
   analyze_cmd->callback([] {
     const StepWindow window = parse_steps(af.steps);
     TraceData t = load_trace_file(file);
+    const StepTable table = step_table(t, af.opt);
     const StepSelection sel = select_steps(t, window);
     const Report r = analyze(t, af.opt);
     if (af.json) {
       nlohmann::json j = report_json(r, af.top);
       j["steps"] = {{"window", af.steps}, {"found", sel.steps_found}, {"filtered", sel.filtered}, {"kept", sel.what}};
+      nlohmann::json rows = nlohmann::json::array();
+      for (const StepRow& s : table.rows)
+        rows.push_back({{"step", s.step}, {"cpu_us", s.cpu_dur / 1e3}, {"kernels", s.kernels}, {"kernel_time_us", s.kernel_time / 1e3},
+                        {"gpu_span_us", s.gpu_span / 1e3}, {"gpu_busy_us", s.gpu_busy / 1e3}, {"host_wait_us", s.host_wait / 1e3},
+                        {"kernel_wait_us", s.kernel_wait / 1e3}, {"other_idle_us", s.other_idle / 1e3}});
+      j["step_table"] = {{"rows", rows}, {"slowest", table.slowest}};
       fmt::print("{}\n", j.dump(2));
       return;
     }
     fmt::print("steps: {}\n", sel.what);
     print_report(r, af.top);
+    print_steps(table);
   });
 
   auto* diff_cmd = trace->add_subcommand("diff", "per-kernel count and time differences between two traces");

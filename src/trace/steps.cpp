@@ -124,4 +124,46 @@ StepSelection select_steps(TraceData& t, const StepWindow& w) {
   return sel;
 }
 
+StepTable step_table(const TraceData& t, const AnalyzeOptions& opt) {
+  std::map<int64_t, Span> steps;
+  for (size_t i = 0; i < t.host.size(); ++i)
+    if (const auto n = step_number(t.names[t.host.name[i]])) {
+      Span& s = steps[*n];
+      s.start = std::min(s.start, t.host.ts[i]), s.end = std::max(s.end, t.host.ts[i] + t.host.dur[i]);
+    }
+  StepTable table;
+  for (const auto& [n, span] : steps) {
+    TraceData one = t;
+    keep_launched_by(one, [&](Ns ts) { return ts >= span.start && ts <= span.end; });
+    const Report r = analyze(one, opt);
+    StepRow row{n, span.start, span.end - span.start};
+    for (const auto& [dev, d] : r.devices)
+      row.kernels += d.kernels, row.kernel_time += d.kernel_time, row.gpu_span += d.span(), row.gpu_busy += d.busy;
+    for (const StreamIdle& s : r.idle) row.host_wait += s.host_wait, row.kernel_wait += s.kernel_wait, row.other_idle += s.other;
+    table.rows.push_back(row);
+  }
+  if (table.rows.size() < 2) return table;
+  std::vector<StepRow> sorted = table.rows;
+  std::sort(sorted.begin(), sorted.end(), [](const StepRow& a, const StepRow& b) { return a.cpu_dur < b.cpu_dur; });
+  const StepRow& median = sorted[(sorted.size() - 1) / 2];
+  const StepRow& slow = sorted.back();
+  // Where the extra time went: the component that grew most against the median step.
+  const std::pair<const char*, Ns> parts[] = {
+      {"kernel time (the GPU had more work)", slow.kernel_time - median.kernel_time},
+      {"host wait (the GPU waited for the CPU to launch)", slow.host_wait - median.host_wait},
+      {"kernel wait (short gaps between kernels)", slow.kernel_wait - median.kernel_wait},
+      {"other idle (the GPU waited for neither: data, synchronisation)", slow.other_idle - median.other_idle}};
+  const auto* most = std::max_element(std::begin(parts), std::end(parts), [](const auto& a, const auto& b) { return a.second < b.second; });
+  const Ns extra = slow.cpu_dur - median.cpu_dur;
+  table.slowest = fmt::format("step {} took {}, {} more than the median step {} ({}); ", slow.step, format_ns(double(slow.cpu_dur)),
+                              format_ns(double(extra)), median.step, format_ns(double(median.cpu_dur)));
+  if (2 * most->second >= extra)
+    table.slowest += fmt::format("most of it {} more {}", format_ns(double(most->second)), most->first);
+  else
+    table.slowest += fmt::format("its GPU ops spanned {} against the median step's {}, and no part of them grew by half the "
+                                 "difference: the extra time is on the CPU (data loading, Python, synchronisation)",
+                                 format_ns(double(slow.gpu_span)), format_ns(double(median.gpu_span)));
+  return table;
+}
+
 }  // namespace kl::trace

@@ -9,7 +9,9 @@
 #pragma once
 #include <string>
 #include <string_view>
+#include <vector>
 
+#include "trace/analysis.h"
 #include "trace/trace_data.h"
 
 namespace kl::trace {
@@ -27,5 +29,20 @@ struct StepSelection {
 };
 // Drops from t what the window leaves out; BadInput when a range names steps the trace lacks.
 StepSelection select_steps(TraceData& t, const StepWindow& w);
+
+// One row per profiler step: its CPU span, and the GPU ops launched inside it (summed over devices):
+// their count and time, their span and union, and the idle breakdown's gaps between them summed
+// over streams (host wait, kernel wait, other: with several streams these exceed span - union).
+struct StepRow {
+  int64_t step = 0;
+  Ns cpu_start = 0, cpu_dur = 0;
+  uint64_t kernels = 0;
+  Ns kernel_time = 0, gpu_span = 0, gpu_busy = 0, host_wait = 0, kernel_wait = 0, other_idle = 0;
+};
+struct StepTable {
+  std::vector<StepRow> rows;  // by step number
+  std::string slowest;        // the longest step against the median one, and where the extra time went
+};
+StepTable step_table(const TraceData& t, const AnalyzeOptions& opt);
 
 }  // namespace kl::trace
