@@ -10,6 +10,7 @@
 #include <string>
 
 #include "kernelab/error.h"
+#include "trace/gpu_metrics.h"
 #include "trace/load.h"
 #include "trace/report_json.h"
 #include "trace/steps.h"
@@ -200,6 +201,38 @@ TEST(TraceSteps, TableCompleteAndRangeByHand) {
   EXPECT_EQ(all.gpu.size(), 3u);
   EXPECT_THROW(parse_steps("2-1"), kl::BadInput);
   EXPECT_THROW(select_steps(second, parse_steps("3")), kl::BadInput);
+}
+
+// gpu_metrics.json, in us: steps [0,100) and [100,200); k1 [20,60) 0.5 blocks/SM 40%, k2 [40,80) 0.75
+// 20%, k3 [120,150) 2.0 60%, k4 [170,180) without either field. Range [0,200) (each step already
+// holds its kernels); busy 60 + 30 + 10 = 100; blocks per SM summed and capped at 1:
+// [20,40) 0.5, [40,60) 1, [60,80) 0.75, [120,150) 1 -> 75 / 200; occupancy by duration over all four
+// kernels: (40*40 + 40*20 + 30*60 + 10*0) / 120 = 35. The same in PyTorch 1.9's spellings.
+TEST(TraceGpuMetrics, TensorBoardPluginDefinitionsByHand) {
+  for (const char* file : {"gpu_metrics.json", "gpu_metrics_pytorch19.json"}) {
+    SCOPED_TRACE(file);
+    const GpuMetrics m = gpu_metrics(load_trace_file(data(file)));
+    EXPECT_EQ(m.range_start, 0);
+    EXPECT_EQ(m.range_end, 200'000);
+    ASSERT_EQ(m.devices.size(), 1u);
+    const DeviceGpuMetrics& d = m.devices.at(0);
+    EXPECT_DOUBLE_EQ(d.utilization, 0.5);
+    ASSERT_TRUE(d.sm_efficiency);
+    EXPECT_DOUBLE_EQ(*d.sm_efficiency, 0.375);
+    ASSERT_TRUE(d.achieved_occupancy_pct);
+    EXPECT_DOUBLE_EQ(*d.achieved_occupancy_pct, 35.0);
+    EXPECT_EQ(d.with_occupancy, 3u);
+    EXPECT_EQ(m.bucket, 10'000);  // 200 us in buckets of a power of 10 us, at most 100
+    ASSERT_EQ(d.timeline.size(), 20u);
+    EXPECT_DOUBLE_EQ(d.timeline[2].second, 1.0);   // [20,30)
+    EXPECT_DOUBLE_EQ(d.timeline[8].second, 0.0);   // [80,90)
+    EXPECT_DOUBLE_EQ(d.timeline[17].second, 1.0);  // [170,180)
+  }
+  // Without the per-kernel fields there is no figure, not a zero.
+  const GpuMetrics none = gpu_metrics(load_trace_file(data("two_streams.json")));
+  ASSERT_FALSE(none.devices.empty());
+  EXPECT_FALSE(none.devices.begin()->second.sm_efficiency);
+  EXPECT_FALSE(none.devices.begin()->second.achieved_occupancy_pct);
 }
 
 TEST(TraceAnalyze, GzipGivesTheSameReport) {

@@ -6,6 +6,7 @@
 #include <cmath>
 
 #include "cli/common.h"
+#include "trace/gpu_metrics.h"
 #include "trace/load.h"
 #include "trace/steps.h"
 #include "trace/report_json.h"
@@ -142,6 +143,40 @@ void print_steps(const StepTable& table) {
   if (!table.slowest.empty()) fmt::print("slowest: {}\n", table.slowest);
 }
 
+std::string fraction_text(const std::optional<double>& v, uint64_t with, uint64_t kernels, double scale, const char* unit) {
+  if (!v) return fmt::format("- (no kernel has the field)");
+  return fmt::format("{:.2f}{} ({} of {} kernels have it)", *v * scale, unit, with, kernels);
+}
+
+// The TensorBoard plugin's GPU metrics (gpu_metrics.h), over the whole trace whatever --steps keeps.
+void print_gpu_metrics(const GpuMetrics& m) {
+  if (m.devices.empty()) return;
+  fmt::print("\nGPU metrics (the TensorBoard PyTorch profiler plugin's definitions; range: {}, {})\n", m.range_source,
+             format_ns(double(m.range_end - m.range_start)));
+  std::vector<std::vector<std::string>> rows;
+  for (const auto& [dev, d] : m.devices)
+    rows.push_back({std::to_string(dev), fmt::format("{:.2f}%", 100 * d.utilization),
+                    fraction_text(d.sm_efficiency, d.with_blocks_per_sm, d.kernels, 100, "%"),
+                    fraction_text(d.achieved_occupancy_pct, d.with_occupancy, d.kernels, 1, "%")});
+  print_table({"device", "GPU utilization", "est. SM efficiency", "est. achieved occupancy"}, rows);
+}
+
+nlohmann::json gpu_metrics_json(const GpuMetrics& m) {
+  nlohmann::json devices = nlohmann::json::object();
+  for (const auto& [dev, d] : m.devices) {
+    nlohmann::json timeline = nlohmann::json::array();
+    for (const auto& [at, u] : d.timeline) timeline.push_back({{"start_us", at / 1e3}, {"utilization", u}});
+    devices[std::to_string(dev)] = {
+        {"utilization", d.utilization},
+        {"est_sm_efficiency", d.sm_efficiency ? nlohmann::json(*d.sm_efficiency) : nlohmann::json(nullptr)},
+        {"est_achieved_occupancy_pct", d.achieved_occupancy_pct ? nlohmann::json(*d.achieved_occupancy_pct) : nlohmann::json(nullptr)},
+        {"kernels", d.kernels}, {"kernels_with_blocks_per_sm", d.with_blocks_per_sm}, {"kernels_with_occupancy", d.with_occupancy},
+        {"timeline", timeline}};
+  }
+  return {{"range_start_us", m.range_start / 1e3}, {"range_end_us", m.range_end / 1e3}, {"range", m.range_source},
+          {"bucket_us", m.bucket / 1e3}, {"devices", devices}};
+}
+
 struct AnalyzeFlags {
   AnalyzeOptions opt;
   int top = 10;
@@ -175,6 +210,7 @@ void add_trace(CLI::App& app) {
     const StepWindow window = parse_steps(af.steps);
     TraceData t = load_trace_file(file);
     const StepTable table = step_table(t, af.opt);
+    const GpuMetrics metrics = gpu_metrics(t);
     const StepSelection sel = select_steps(t, window);
     const Report r = analyze(t, af.opt);
     if (af.json) {
@@ -186,12 +222,14 @@ void add_trace(CLI::App& app) {
                         {"gpu_span_us", s.gpu_span / 1e3}, {"gpu_busy_us", s.gpu_busy / 1e3}, {"host_wait_us", s.host_wait / 1e3},
                         {"kernel_wait_us", s.kernel_wait / 1e3}, {"other_idle_us", s.other_idle / 1e3}});
       j["step_table"] = {{"rows", rows}, {"slowest", table.slowest}};
+      j["gpu_metrics"] = gpu_metrics_json(metrics);
       fmt::print("{}\n", j.dump(2));
       return;
     }
     fmt::print("steps: {}\n", sel.what);
     print_report(r, af.top);
     print_steps(table);
+    print_gpu_metrics(metrics);
   });
 
   auto* diff_cmd = trace->add_subcommand("diff", "per-kernel count and time differences between two traces");

@@ -6,6 +6,7 @@
 #include <algorithm>
 #include <charconv>
 #include <cmath>
+#include <limits>
 
 #include "kernelab/error.h"
 #include "trace/event_scanner.h"
@@ -94,6 +95,13 @@ int64_t as_int(od::value v, int64_t fallback) {
   return fallback;
 }
 
+// A number field, NaN when it is not a finite number.
+float as_float(od::value v) {
+  double d;
+  if (v.get_double().get(d) || !std::isfinite(d)) return std::numeric_limits<float>::quiet_NaN();
+  return static_cast<float>(d);
+}
+
 enum class Cat { kernel, memcpy, memset, runtime, driver, cpu_op, user_annotation, other };
 
 // Kineto's activity types by both of its spellings: PyTorch 1.8-1.9 ("Kernel", "Memcpy", "Memset",
@@ -115,6 +123,7 @@ struct Fields {
   uint32_t cat = 0, name = 0;
   int64_t pid = -1, device = -1, stream = -1, correlation = -1, bytes = 0;
   bool has_device = false;
+  float blocks_per_sm = std::numeric_limits<float>::quiet_NaN(), occupancy_pct = std::numeric_limits<float>::quiet_NaN();
 };
 
 class Loader {
@@ -199,6 +208,8 @@ class Loader {
       else if (key == "stream") f.stream = as_int(x, -1);
       else if (key == "correlation") f.correlation = as_int(x, -1);
       else if (key == "bytes") f.bytes = as_int(x, 0);
+      else if (key == "blocks per SM") f.blocks_per_sm = as_float(x);
+      else if (key == "est. achieved occupancy %") f.occupancy_pct = as_float(x);
     }
   }
 
@@ -230,6 +241,8 @@ class Loader {
         g.correlation.push_back(f.correlation);
         g.bytes.push_back(c == Cat::kernel ? 0 : std::max<int64_t>(f.bytes, 0));  // HTA's default for none is -1
         g.kind.push_back(c == Cat::kernel ? OpKind::kernel : c == Cat::memcpy ? OpKind::memcpy : OpKind::memset);
+        g.blocks_per_sm.push_back(f.blocks_per_sm);
+        g.occupancy_pct.push_back(f.occupancy_pct);
         return;
       }
       case Cat::runtime: case Cat::driver: case Cat::cpu_op: case Cat::user_annotation: {
@@ -245,7 +258,10 @@ class Loader {
         return;
       }
       case Cat::other: {
-        if (t_.names[f.cat] == "Trace") return;  // HTA drops the profiler's own "Trace" span
+        if (t_.names[f.cat] == "Trace") {  // HTA drops the profiler's own span; the TensorBoard plugin's timeline starts there
+          if (t_.names[f.name].rfind("PyTorch Profiler", 0) == 0) t_.profiler_start = ts, t_.profiler_end = ts + dur;
+          return;
+        }
         t_.stream_events.push(ts, dur, device, f.stream, f.name);
         t_.stream_events.correlation.push_back(f.correlation);
         return;

@@ -39,6 +39,7 @@ template <class Keep> void keep_gpu(GpuOps& g, Keep keep) {
     if (keep(g.correlation[i])) {
       out.push(g.ts[i], g.dur[i], g.device[i], g.stream[i], g.name[i]);
       out.correlation.push_back(g.correlation[i]), out.bytes.push_back(g.bytes[i]), out.kind.push_back(g.kind[i]);
+      out.blocks_per_sm.push_back(g.blocks_per_sm[i]), out.occupancy_pct.push_back(g.occupancy_pct[i]);
     }
   g = std::move(out);
 }

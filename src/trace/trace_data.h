@@ -49,6 +49,8 @@ struct GpuOps : StreamColumns {
   std::vector<int64_t> correlation;  // args.correlation, -1 when absent
   std::vector<int64_t> bytes;        // args.bytes for memcpy/memset, 0 otherwise
   std::vector<OpKind> kind;
+  // Kineto's per-kernel estimates: args["blocks per SM"], args["est. achieved occupancy %"]; NaN when absent.
+  std::vector<float> blocks_per_sm, occupancy_pct;
 };
 
 enum class HostKind : uint8_t { cpu_op, user_annotation, runtime, driver };
@@ -79,6 +81,7 @@ struct TraceData {
   GpuOps gpu;
   HostEvents host;
   StreamEvents stream_events;
+  Ns profiler_start = 0, profiler_end = 0;  // the profiler's own "PyTorch Profiler (0)" span; 0, 0 when absent
 };
 
 }  // namespace kl::trace
