@@ -32,7 +32,7 @@ using kl::Tensor;
 using kl::Variant;
 using ::testing::HasSubstr;
 
-const std::vector<std::string> kOps = {"gemm",          "gemm_w4a16", "gemm_w8a8", "attention",      "attention_bwd",  "decode", "softmax",        "layernorm",      "rmsnorm",
+const std::vector<std::string> kOps = {"gemm",          "gemm_w4a16", "gemm_w8a8", "gemm_fp8", "attention",      "attention_bwd",  "decode", "softmax",        "layernorm",      "rmsnorm",
                                        "transpose",     "reduce",         "bias_gelu",      "exp_stride",
                                        "exp_occupancy", "exp_smem_banks", "exp_divergence", "exp_launch",
                                        "exp_cache_bandwidth", "exp_cache_latency"};
@@ -368,7 +368,7 @@ TEST(CheckSweep, CoversEdgeShapesDtypesAndOptions) {
       if (distinct.size() > 1) non_square[p.dtype] = true;
     }
     // The quantized GEMMs' activations or D are fp16/bf16 by definition; every other op also takes fp32.
-    const bool quantized = op.name == "gemm_w4a16" || op.name == "gemm_w8a8";
+    const bool quantized = op.name == "gemm_w4a16" || op.name == "gemm_w8a8" || op.name == "gemm_fp8";
     const std::set<DType> expected = quantized ? std::set<DType>{DType::f16, DType::bf16}
                                                                : std::set<DType>{DType::f32, DType::f16, DType::bf16};
     EXPECT_EQ(dtypes, expected);
