@@ -112,7 +112,7 @@ Op make_gemm_fp8_op() {
                "DeepSeek-V3's 1x128 activation and 128x128 weight block scales (--scaling block); bf16/fp16 D";
   op.counting = "2*m*n*k FLOPs (the scaling not counted); bytes: A and W at one byte, the fp32 scales, D in the dtype, each once";
   op.dims = {{"m", 16, "rows of A and D (tokens)"},
-             {"n", 4096, "output features: rows of W, columns of D"},
+             {"n", 4096, "output features: rows of W, columns of D", false},
              {"k", 4096, "the reduction: columns of A and W (a multiple of 16; of 128 with block scaling)", false}};
   op.opts = {{"scaling", {"tensor", "block"}, "block",
               "tensor: one fp32 scale for A and one for W; block: A per 1x128 along k, W per 128x128"}};

@@ -94,7 +94,7 @@ Op make_gemm_w8a8_op() {
   op.counting = "2*m*n*k OPs (int8 multiply-adds, the scaling not counted); bytes: A_q and W_q at one byte, sa and sw "
                 "fp32, D in the dtype, each once";
   op.dims = {{"m", 16, "rows of A and D (tokens)"},
-             {"n", 4096, "output features: rows of W, columns of D"},
+             {"n", 4096, "output features: rows of W, columns of D", false},
              {"k", 4096, "the reduction: columns of A and W (a multiple of 16)", false}};
   op.dtypes = {DType::f16, DType::bf16};
   op.validate = validate;
