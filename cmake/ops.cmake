@@ -100,6 +100,9 @@ endforeach()
 
 # gemm_w4a16 draws its int4 weights with the quantizers and packs them in fragment order (src/quant).
 target_link_libraries(kl_gemm_w4a16 PUBLIC kl_quant)
+# gemm_w8a8 and gemm_fp8 quantize their drawn activations and weights with them.
+target_link_libraries(kl_gemm_w8a8 PUBLIC kl_quant)
+target_link_libraries(kl_gemm_fp8 PUBLIC kl_quant)
 
 # The rung list: one KL_RUNG_FILE(id) line per rung file, regenerated whenever a file is added.
 list(TRANSFORM KERNELAB_RUNG_IDS PREPEND "KL_RUNG_FILE(" OUTPUT_VARIABLE lines)

@@ -78,7 +78,8 @@ TEST(Cli, ListJsonHasEveryOpAndVariant) {
     EXPECT_FALSE(op.at("counting").get<std::string>().empty());
     EXPECT_FALSE(op.at("dims").empty());
     const nlohmann::json dtypes = op.at("experiment").get<bool>() ? nlohmann::json{"fp32"}
-                                  : op.at("op") == "gemm_w4a16"    ? nlohmann::json{"fp16", "bf16"}  // fp16/bf16 activations by definition
+                                  : op.at("op") == "gemm_w4a16" || op.at("op") == "gemm_w8a8" || op.at("op") == "gemm_fp8"
+                                      ? nlohmann::json{"fp16", "bf16"}  // quantized GEMMs: fp16/bf16 activations or D by definition
                                                                    : nlohmann::json{"fp32", "fp16", "bf16"};
     EXPECT_EQ(op.at("dtypes"), dtypes);
     ASSERT_FALSE(op.at("variants").empty()) << op.at("op");
@@ -89,7 +90,7 @@ TEST(Cli, ListJsonHasEveryOpAndVariant) {
       EXPECT_FALSE(v.at("note").get<std::string>().empty());
     }
   }
-  EXPECT_EQ(names, (std::vector<std::string>{"gemm", "gemm_w4a16", "attention", "attention_bwd", "decode", "softmax", "layernorm", "rmsnorm", "transpose", "reduce", "bias_gelu",
+  EXPECT_EQ(names, (std::vector<std::string>{"gemm", "gemm_w4a16", "gemm_w8a8", "gemm_fp8", "attention", "attention_bwd", "decode", "softmax", "layernorm", "rmsnorm", "transpose", "reduce", "bias_gelu",
                                              "exp_stride", "exp_occupancy", "exp_smem_banks", "exp_divergence", "exp_launch",
                                              "exp_cache_bandwidth", "exp_cache_latency"}));
 

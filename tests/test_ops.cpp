@@ -32,7 +32,7 @@ using kl::Tensor;
 using kl::Variant;
 using ::testing::HasSubstr;
 
-const std::vector<std::string> kOps = {"gemm",          "gemm_w4a16",     "attention",      "attention_bwd",  "decode", "softmax",        "layernorm",      "rmsnorm",
+const std::vector<std::string> kOps = {"gemm",          "gemm_w4a16", "gemm_w8a8", "gemm_fp8", "attention",      "attention_bwd",  "decode", "softmax",        "layernorm",      "rmsnorm",
                                        "transpose",     "reduce",         "bias_gelu",      "exp_stride",
                                        "exp_occupancy", "exp_smem_banks", "exp_divergence", "exp_launch",
                                        "exp_cache_bandwidth", "exp_cache_latency"};
@@ -367,8 +367,9 @@ TEST(CheckSweep, CoversEdgeShapesDtypesAndOptions) {
       for (const auto& [k, v] : p.dims) distinct.insert(v);
       if (distinct.size() > 1) non_square[p.dtype] = true;
     }
-    // W4A16 is fp16/bf16 activations by definition; every other op also takes fp32.
-    const std::set<DType> expected = op.name == "gemm_w4a16" ? std::set<DType>{DType::f16, DType::bf16}
+    // The quantized GEMMs' activations or D are fp16/bf16 by definition; every other op also takes fp32.
+    const bool quantized = op.name == "gemm_w4a16" || op.name == "gemm_w8a8" || op.name == "gemm_fp8";
+    const std::set<DType> expected = quantized ? std::set<DType>{DType::f16, DType::bf16}
                                                                : std::set<DType>{DType::f32, DType::f16, DType::bf16};
     EXPECT_EQ(dtypes, expected);
     EXPECT_EQ(dtypes, std::set<DType>(op.dtypes.begin(), op.dtypes.end()));

@@ -5,6 +5,8 @@
 namespace kl {
 Op make_gemm_op();
 Op make_gemm_w4a16_op();
+Op make_gemm_w8a8_op();
+Op make_gemm_fp8_op();
 Op make_attention_op();
 Op make_attention_bwd_op();
 Op make_decode_op();

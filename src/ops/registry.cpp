@@ -90,7 +90,7 @@ std::vector<Variant> gpu_rungs() {
 }
 
 std::vector<Op> make_ops() {
-  std::vector<Op> ops = {make_gemm_op(),    make_gemm_w4a16_op(), make_attention_op(), make_attention_bwd_op(), make_decode_op(), make_softmax_op(),   make_layernorm_op(),
+  std::vector<Op> ops = {make_gemm_op(),    make_gemm_w4a16_op(), make_gemm_w8a8_op(), make_gemm_fp8_op(), make_attention_op(), make_attention_bwd_op(), make_decode_op(), make_softmax_op(),   make_layernorm_op(),
                          make_rmsnorm_op(), make_transpose_op(), make_reduce_op(),
                          make_bias_gelu_op(),
                          // the execution-model and memory-hierarchy experiments

@@ -1,7 +1,8 @@
 // cuBLAS and cuBLASLt on the CPU (see sim/cublas_names.h): handles, streams, math modes and
-// workspaces are accepted; every GEMM is computed at once, in float64 from its fp32, fp16 or bf16
-// inputs and rounded once to the output type (the GPU accumulates in fp32: the results agree to
-// the output's rounding, within any GEMM test's tolerance). Work runs at once, as all work here does.
+// workspaces are accepted; every GEMM is computed at once, in float64 from its fp32, fp16, bf16, int8
+// or fp8 e4m3 inputs (cuBLASLt: int8 into int32, fp8 with per-tensor scales) and rounded once to the
+// output type (the GPU accumulates in fp32: the results agree to the output's rounding, within any
+// GEMM test's tolerance; int8 sums are exact on both). Work runs at once, as all work here does.
 #include <cublasLt.h>
 #include <cublas_v2.h>
 
@@ -35,11 +36,19 @@ cublasStatus_t cublas_unsupported(const std::string& what) {
 namespace {
 
 bool known_type(cudaDataType t) { return t == CUDA_R_32F || t == CUDA_R_16F || t == CUDA_R_16BF; }
+// cuBLASLt's further types: int8 in, int32 out and scalars (CUBLAS_COMPUTE_32I), fp8 e4m3 in.
+bool known_lt_type(cudaDataType t) { return known_type(t) || t == CUDA_R_8I || t == CUDA_R_32I || t == CUDA_R_8F_E4M3; }
+std::size_t size_of(cudaDataType t) {
+  return t == CUDA_R_32F || t == CUDA_R_32I ? 4 : t == CUDA_R_8I || t == CUDA_R_8F_E4M3 ? 1 : 2;
+}
 
 double load(const void* p, std::int64_t i, cudaDataType t) {
   switch (t) {
     case CUDA_R_16F: return double(__half2float(static_cast<const __half*>(p)[i]));
     case CUDA_R_16BF: return double(__bfloat162float(static_cast<const __nv_bfloat16*>(p)[i]));
+    case CUDA_R_8I: return double(static_cast<const std::int8_t*>(p)[i]);
+    case CUDA_R_32I: return double(static_cast<const std::int32_t*>(p)[i]);
+    case CUDA_R_8F_E4M3: return double(float(static_cast<const __nv_fp8_e4m3*>(p)[i]));
     default: return double(static_cast<const float*>(p)[i]);
   }
 }
@@ -47,6 +56,7 @@ void store(void* p, std::int64_t i, cudaDataType t, double v) {
   switch (t) {
     case CUDA_R_16F: static_cast<__half*>(p)[i] = __float2half_rn(float(v)); break;
     case CUDA_R_16BF: static_cast<__nv_bfloat16*>(p)[i] = __float2bfloat16_rn(float(v)); break;
+    case CUDA_R_32I: static_cast<std::int32_t*>(p)[i] = std::int32_t(std::nearbyint(v)); break;  // int8 sums: exact
     default: static_cast<float*>(p)[i] = float(v);
   }
 }
@@ -127,6 +137,7 @@ struct MatmulDesc {
   cublasLtEpilogue_t epilogue = CUBLASLT_EPILOGUE_DEFAULT;
   const void* bias = nullptr;
   int bias_type = -1;  // the output's type unless set
+  const float *a_scale = nullptr, *b_scale = nullptr;  // fp8's per-tensor scales (SCALAR_32F), in device memory
 };
 struct Layout {
   cudaDataType type;
@@ -270,6 +281,15 @@ cublasStatus_t kl_sim_cublasLtMatmulDescSetAttribute(cublasLtMatmulDesc_t desc, 
     case CUBLASLT_MATMUL_DESC_EPILOGUE: ok = set_from<std::uint32_t>(&d.epilogue, buf, size); break;
     case CUBLASLT_MATMUL_DESC_BIAS_POINTER: ok = set_from<const void*>(&d.bias, buf, size); break;
     case CUBLASLT_MATMUL_DESC_BIAS_DATA_TYPE: ok = set_from<std::int32_t>(&d.bias_type, buf, size); break;
+    case CUBLASLT_MATMUL_DESC_A_SCALE_POINTER: ok = set_from<const float*>(&d.a_scale, buf, size); break;
+    case CUBLASLT_MATMUL_DESC_B_SCALE_POINTER: ok = set_from<const float*>(&d.b_scale, buf, size); break;
+    case CUBLASLT_MATMUL_DESC_A_SCALE_MODE:
+    case CUBLASLT_MATMUL_DESC_B_SCALE_MODE: {
+      std::int32_t mode = -1;
+      ok = set_from<std::int32_t>(&mode, buf, size);
+      if (ok && mode != CUBLASLT_MATMUL_MATRIX_SCALE_SCALAR_32F) return cublas_unsupported("a scale mode other than SCALAR_32F");
+      break;
+    }
     case CUBLASLT_MATMUL_DESC_POINTER_MODE:  // host or device scalars: the same memory here
     case CUBLASLT_MATMUL_DESC_FAST_ACCUM:    // accumulation is float64 here whatever is asked
     case CUBLASLT_MATMUL_DESC_SM_COUNT_TARGET: break;
@@ -339,7 +359,7 @@ cublasStatus_t kl_sim_cublasLtMatmul(cublasLtHandle_t h, cublasLtMatmulDesc_t de
   const MatmulDesc& d = *reinterpret_cast<MatmulDesc*>(desc);
   const Layout &la = *reinterpret_cast<Layout*>(Adesc), &lb = *reinterpret_cast<Layout*>(Bdesc),
                &lc = *reinterpret_cast<Layout*>(Cdesc), &ld = *reinterpret_cast<Layout*>(Ddesc);
-  if (!known_type(la.type) || !known_type(lb.type) || !known_type(lc.type) || !known_type(ld.type))
+  if (!known_lt_type(la.type) || !known_lt_type(lb.type) || !known_lt_type(lc.type) || !known_lt_type(ld.type))
     return cublas_unsupported("cublasLtMatmul with these data types");
   Epilogue epi;
   switch (d.epilogue) {
@@ -357,10 +377,11 @@ cublasStatus_t kl_sim_cublasLtMatmul(cublasLtHandle_t h, cublasLtMatmulDesc_t de
       lc.rows != ld.rows || lc.cols != ld.cols)
     return CUBLAS_STATUS_INVALID_VALUE;
   if (epi != Epilogue::none && epi != Epilogue::gelu && epi != Epilogue::relu && !d.bias) return CUBLAS_STATUS_INVALID_VALUE;
-  const double al = scalar(alpha, d.scale), be = scalar(beta, d.scale);
+  const double al = scalar(alpha, d.scale) * (d.a_scale ? double(*d.a_scale) : 1.0) * (d.b_scale ? double(*d.b_scale) : 1.0);
+  const double be = scalar(beta, d.scale);
   const cudaDataType bias_type = d.bias_type < 0 ? ld.type : cudaDataType(d.bias_type);
   auto at = [](const void* p, const Layout& l, int b) {
-    return static_cast<const char*>(p) + b * l.stride * (l.type == CUDA_R_32F ? 4 : 2);
+    return static_cast<const char*>(p) + b * l.stride * std::int64_t(size_of(l.type));
   };
   for (int b = 0; b < ld.batch; ++b) {
     const Operand oa{at(A, la, la.batch > 1 ? b : 0), la.type, la.ld, la.order == CUBLASLT_ORDER_ROW, ta};

@@ -1,0 +1,27 @@
+// gemm_w8a8: D [m, n] = diag(sa) . (A_q . W_q^T) . diag(sw), A_q an m x k int8 activation quantized
+// per row (token) with fp32 scales sa [m], W_q an n x k int8 weight quantized per output channel with
+// fp32 scales sw [n]; the products summed exactly in int32, D in fp16 or bf16 (the problem's dtype).
+// Inputs, in order: A_q, sa, W_q, sw; all four come from src/quant's symmetric int8 quantizer.
+#pragma once
+#include <cstddef>
+#include <cstdint>
+#include <vector>
+
+#include "kernelab/op.h"
+
+namespace kl {
+
+// What every gemm_w8a8 rung receives, parsed once from the problem.
+struct W8A8Params {
+  int64_t m = 0, n = 0, k = 0;
+  DType dtype = DType::f16;  // of D
+  static constexpr size_t kA = 0, kSa = 1, kW = 2, kSw = 3;  // input positions
+};
+
+// A and W drawn as a model's (activations with outlier channels, heavy-tailed weights) and quantized
+// to int8 per row by kl::quant::quantize: the codes into A_q and W_q, the scales into sa and sw.
+void w8a8_quantized_inputs(const Problem& p, std::vector<Tensor>& inputs);
+
+std::vector<Variant> gemm_w8a8_cpu_variants();
+
+}  // namespace kl
