@@ -114,8 +114,8 @@ if [ "$gpu" = 1 ]; then
   step "attention ladder: FlashAttention's shapes, Llama-3 GQA, decode; % of cuDNN and of the copy bandwidth"
   bash scripts/attention-bench.sh "$kl" "$OUT/attention" "${KERNELAB_ATTENTION_BUDGET_S:-150}" "$OUT/probe.json" ||
     status+=("attention bench failed")
-  step "W4A16: int4 weights against the unquantized GEMM over M, the crossover"
-  bash scripts/w4a16-bench.sh "$kl" "$OUT/w4a16" "${KERNELAB_W4A16_BUDGET_S:-90}" || status+=("w4a16 bench failed")
+  step "quantized GEMMs: W4A16 against the unquantized GEMM over M (the crossover); int8 and fp8 against cuBLASLt"
+  bash scripts/quant-bench.sh "$kl" "$OUT/quant" "${KERNELAB_QUANT_BUDGET_S:-120}" || status+=("quant bench failed")
   step "a CUPTI trace of one ladder, analysed"
   "$kl" bench softmax --backend cuda --rows 4096 --cols 4096 --max-seconds 0.1 --trace "$OUT/trace.json" >/dev/null &&
     "$kl" trace analyze "$OUT/trace.json" --json > "$OUT/trace-analysis.json" || status+=("trace failed")

@@ -19,7 +19,7 @@ endif()
 # Every operator's CUDA rungs over its check sweep with the race check on: each launch runs
 # with barrier intervals forward and reversed, and a difference fails it (`sim run --race-check`).
 if(TARGET kl_sim)
-  foreach(op gemm gemm_w4a16 attention attention_bwd decode softmax layernorm rmsnorm transpose reduce bias_gelu)
+  foreach(op gemm gemm_w4a16 gemm_w8a8 gemm_fp8 attention attention_bwd decode softmax layernorm rmsnorm transpose reduce bias_gelu)
     add_test(NAME sim_race_check.${op} COMMAND kernelab check ${op} --backend sim)
     set_tests_properties(sim_race_check.${op} PROPERTIES ENVIRONMENT KERNELAB_SIM_RACE_CHECK=1)
   endforeach()

@@ -1,15 +1,33 @@
 #!/usr/bin/env python3
-"""W4A16 against the unquantized GEMM (w4a16-bench.sh's `sweep --against gemm` files): per shape and
-M, each rung's speedup over gemm's fastest variant in the same run, the M where it stops paying, and
-the issue's target for the fragment-order rung (>= 3.5x at M <= 16). Only measured points."""
+"""The quantized GEMMs' figures (quant-bench.sh's files). W4A16 against the unquantized GEMM (the
+`sweep --against gemm` files): per shape and M, each rung's speedup over gemm's fastest variant in the
+same run, the M where it stops paying, and the target for the fragment-order rung (>= 3.5x at
+M <= 16). W8A8 and FP8 (the bench files): each rung as % of its cuBLASLt peer in the same run
+(targets 80% int8, 90% fp8). Only measured points."""
 import json
 import pathlib
 import sys
 
+from bench_points import measured_files
+
+PEER_TARGET = {"gemm_w8a8": ("cublaslt_int8", 80), "gemm_fp8": ("cublaslt_fp8", 90)}
 TARGET_RUNG, TARGET_M, TARGET = "cuda_fragment_lop3", 16, 3.5
 
 
+def peers(folder):
+    files = measured_files(folder, "int8/fp8")
+    for stem, points in files or []:
+        op = points[0]["op"]
+        peer_name, target = PEER_TARGET.get(op, (None, None))
+        peer = next((p for p in points if p["variant"] == peer_name), None)
+        print(f"{stem} ({points[0]['label']} {points[0]['dtype']})" + ("" if peer else ": no peer point, ratios omitted"))
+        for p in sorted(points, key=lambda p: p["median_s"]):
+            ratio = f"{100 * peer['median_s'] / p['median_s']:6.1f}% of {peer_name} (target {target}%)" if peer else ""
+            print(f"  {p['variant']:20s} {p['median_s'] * 1e6:10.1f} us {p['flops'] / p['median_s'] / 1e12:8.1f} TFLOP/s {ratio}")
+
+
 def main(folder):
+    peers(folder)
     files = sorted(pathlib.Path(folder).glob("*.sweep"))
     if not files:
         print(f"no w4a16 sweeps in {folder}")
