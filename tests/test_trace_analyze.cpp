@@ -206,8 +206,8 @@ TEST(TraceSteps, TableCompleteAndRangeByHand) {
 // gpu_metrics.json, in us: steps [0,100) and [100,200); k1 [20,60) 0.5 blocks/SM 40%, k2 [40,80) 0.75
 // 20%, k3 [120,150) 2.0 60%, k4 [170,180) without either field. Range [0,200) (each step already
 // holds its kernels); busy 60 + 30 + 10 = 100; blocks per SM summed and capped at 1:
-// [20,40) 0.5, [40,60) 1, [60,80) 0.75, [120,150) 1 -> 75 / 200; occupancy by duration over all four
-// kernels: (40*40 + 40*20 + 30*60 + 10*0) / 120 = 35. The same in PyTorch 1.9's spellings.
+// [20,40) 0.5, [40,60) 1, [60,80) 0.75, [120,150) 1 -> 75 / 200; occupancy by duration over the
+// three kernels that have it: (40*40 + 40*20 + 30*60) / 110. The same in PyTorch 1.9's spellings.
 TEST(TraceGpuMetrics, TensorBoardPluginDefinitionsByHand) {
   for (const char* file : {"gpu_metrics.json", "gpu_metrics_pytorch19.json"}) {
     SCOPED_TRACE(file);
@@ -220,7 +220,7 @@ TEST(TraceGpuMetrics, TensorBoardPluginDefinitionsByHand) {
     ASSERT_TRUE(d.sm_efficiency);
     EXPECT_DOUBLE_EQ(*d.sm_efficiency, 0.375);
     ASSERT_TRUE(d.achieved_occupancy_pct);
-    EXPECT_DOUBLE_EQ(*d.achieved_occupancy_pct, 35.0);
+    EXPECT_DOUBLE_EQ(*d.achieved_occupancy_pct, 4200.0 / 110);
     EXPECT_EQ(d.with_occupancy, 3u);
     EXPECT_EQ(m.bucket, 10'000);  // 200 us in buckets of a power of 10 us, at most 100
     ASSERT_EQ(d.timeline.size(), 20u);
@@ -233,6 +233,33 @@ TEST(TraceGpuMetrics, TensorBoardPluginDefinitionsByHand) {
   ASSERT_FALSE(none.devices.empty());
   EXPECT_FALSE(none.devices.begin()->second.sm_efficiency);
   EXPECT_FALSE(none.devices.begin()->second.achieved_occupancy_pct);
+}
+
+// The plugin's own tests (tb_plugin/test/test_profiler.py, test_gpu_utilization and
+// test_gpu_utilization_kernel_out_of_step): their events, their expected figures.
+TEST(TraceGpuMetrics, TheTensorBoardPluginsOwnTestExpectations) {
+  const std::string dir = std::string(KERNELAB_SOURCE_DIR) + "/tests/data/pytorch_traces/";
+  const GpuMetrics m = gpu_metrics(load_trace_file(dir + "tb_plugin_gpu_utilization.json"));
+  ASSERT_EQ(m.devices.size(), 1u);
+  const DeviceGpuMetrics& d = m.devices.at(1);
+  EXPECT_NEAR(d.utilization, (40.0 + 20) / 120, 1e-12);
+  ASSERT_TRUE(d.sm_efficiency);
+  EXPECT_NEAR(*d.sm_efficiency, (0.5 * 5 + 1.0 * 5 + 0.6 * 5 + 0.9 * 5 + 0.3 * 20 + 1.0 * 20) / 120, 1e-6);
+  ASSERT_TRUE(d.achieved_occupancy_pct);
+  EXPECT_NEAR(*d.achieved_occupancy_pct, (0.6 * 10 + 0.1 * 15 + 1.0 * 25 + 0.3 * 20) / (10 + 15 + 25 + 20), 1e-6);
+  const std::vector<std::pair<int, double>> util = {{100, 0}, {110, 0}, {120, 0}, {130, 1}, {140, 1}, {150, 1},
+                                                    {160, 1}, {170, 0}, {180, 0}, {190, 0}, {200, 1}, {210, 1}};
+  ASSERT_EQ(d.timeline.size(), util.size());
+  for (size_t i = 0; i < util.size(); ++i) {
+    EXPECT_EQ(d.timeline[i].first, util[i].first * 1000) << i;
+    EXPECT_DOUBLE_EQ(d.timeline[i].second, util[i].second) << i;
+  }
+  const GpuMetrics out = gpu_metrics(load_trace_file(dir + "tb_plugin_kernel_out_of_step.json"));
+  const DeviceGpuMetrics& o = out.devices.at(1);
+  EXPECT_DOUBLE_EQ(o.utilization, 0.0);
+  EXPECT_FALSE(o.sm_efficiency) << "no kernel inside the step";
+  EXPECT_FALSE(o.achieved_occupancy_pct);
+  EXPECT_GT(o.with_blocks_per_sm, 0u);
 }
 
 TEST(TraceAnalyze, GzipGivesTheSameReport) {

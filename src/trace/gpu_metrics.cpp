@@ -20,20 +20,22 @@ struct Range {
 
 bool is_step(std::string_view name) { return name.rfind("ProfilerStep#", 0) == 0; }
 
-// event_parser.py's steps: host spans, stretched to the device ops each launched, tail steps dropped.
+// event_parser.py's steps: host spans (or, without ProfilerStep, the operators' span), stretched to
+// the device ops each launched, tail steps dropped.
 std::vector<Range> plugin_steps(const TraceData& t, std::string& source) {
   const HostEvents& h = t.host;
   std::vector<Range> steps;
   Ns cpu_min = kNone, cpu_max = std::numeric_limits<Ns>::min();
   for (size_t i = 0; i < h.size(); ++i) {
-    if (h.kind[i] == HostKind::cpu_op || h.kind[i] == HostKind::user_annotation)
-      cpu_min = std::min(cpu_min, h.ts[i]), cpu_max = std::max(cpu_max, h.ts[i] + h.dur[i]);
-    if (is_step(t.names[h.name[i]])) steps.push_back({h.ts[i], h.ts[i] + h.dur[i]});
+    const bool step = is_step(t.names[h.name[i]]);
+    if (h.kind[i] == HostKind::cpu_op || step) cpu_min = std::min(cpu_min, h.ts[i]), cpu_max = std::max(cpu_max, h.ts[i] + h.dur[i]);
+    if (step) steps.push_back({h.ts[i], h.ts[i] + h.dur[i]});
   }
   std::sort(steps.begin(), steps.end(), [](const Range& a, const Range& b) { return a.start < b.start; });
-  if (steps.empty()) {
-    source = "no ProfilerStep: the host events' span";
-    return cpu_min == kNone ? std::vector<Range>{} : std::vector<Range>{{cpu_min, cpu_max}};
+  const bool found = !steps.empty();
+  if (!found) {
+    if (cpu_min == kNone) return {};
+    steps.push_back({cpu_min, cpu_max});
   }
   // Device ops per correlation, and the runtime calls in start order.
   std::unordered_multimap<int64_t, size_t> ops;
@@ -78,8 +80,9 @@ std::vector<Range> plugin_steps(const TraceData& t, std::string& source) {
       steps.resize(keep);
     }
   }
-  source = fmt::format("the profiler steps' span ({} step{}, stretched to the GPU ops each launched{})", steps.size(),
-                       steps.size() == 1 ? "" : "s", any ? "" : "; none launched any");
+  source = found ? fmt::format("the profiler steps' span ({} step{}, stretched to the GPU ops each launched{})", steps.size(),
+                               steps.size() == 1 ? "" : "s", any ? "" : "; none launched any")
+                 : fmt::format("no ProfilerStep: the operators' span, stretched to the GPU ops launched in it");
   return steps;
 }
 
@@ -134,10 +137,10 @@ GpuMetrics gpu_metrics(const TraceData& t) {
     const Ns a = t.gpu.ts[i], b = a + t.gpu.dur[i];
     DeviceGpuMetrics& d = m.devices[dev];
     ++d.kernels;
+    // As the plugin: only positive blocks per SM and non-negative occupancies are kept.
     const float bps = t.gpu.blocks_per_sm[i], occ = t.gpu.occupancy_pct[i];
-    d.with_blocks_per_sm += !std::isnan(bps), d.with_occupancy += !std::isnan(occ);
-    blocks[dev].push_back({a, b, std::isnan(bps) ? 0.0 : double(bps)});
-    occupancy[dev].push_back({a, b, std::isnan(occ) ? 0.0 : double(occ)});
+    if (bps > 0) blocks[dev].push_back({a, b, double(bps)}), ++d.with_blocks_per_sm;
+    if (occ >= 0) occupancy[dev].push_back({a, b, double(occ)}), ++d.with_occupancy;
     busy[dev].push_back({a, b});
   }
   for (auto& [dev, d] : m.devices) {
@@ -145,16 +148,20 @@ GpuMetrics gpu_metrics(const TraceData& t) {
     Ns in_range = 0;
     for (const Interval& iv : merged) in_range += overlap(iv.start, iv.end, m.range_start, m.range_end);
     d.utilization = range > 0 ? double(in_range) / double(range) : 0;
-    if (d.with_blocks_per_sm > 0 && range > 0) {
-      double weighted = 0;
-      for (const Piece& p : stacked(blocks[dev])) weighted += p.value * double(overlap(p.start, p.end, m.range_start, m.range_end));
-      d.sm_efficiency = weighted / double(range);
+    // Both over the range only: none when no kernel with the field runs inside it.
+    double weighted = 0;
+    bool inside = false;
+    for (const Piece& p : stacked(blocks[dev])) {
+      const Ns in = overlap(p.start, p.end, m.range_start, m.range_end);
+      weighted += p.value * double(in), inside = inside || in > 0;
     }
-    if (d.with_occupancy > 0) {
-      double weighted = 0, total = 0;
-      for (const Piece& p : occupancy[dev]) weighted += p.value * double(p.end - p.start), total += double(p.end - p.start);
-      if (total > 0) d.achieved_occupancy_pct = weighted / total;
+    if (inside) d.sm_efficiency = weighted / double(range);
+    double occ_weighted = 0, occ_time = 0;
+    for (const Piece& p : occupancy[dev]) {
+      const double in = double(overlap(p.start, p.end, m.range_start, m.range_end));
+      occ_weighted += p.value * in, occ_time += in;
     }
+    if (occ_time > 0) d.achieved_occupancy_pct = occ_weighted / occ_time;
     for (int64_t b = 0; b < buckets; ++b) {
       const Ns b0 = g0 + b * m.bucket, b1 = b + 1 < buckets ? b0 + m.bucket : g1;
       Ns covered = 0;

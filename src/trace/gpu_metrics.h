@@ -1,16 +1,15 @@
-// The TensorBoard PyTorch profiler plugin's GPU metrics (pytorch/kineto, tb_plugin/torch_tb_profiler/
-// profiler/gpu_metrics_parser.py and event_parser.py, plugin 0.2, 2021), with its definitions:
-//   range            the profiler steps' span: each ProfilerStep#N stretched to the end of the GPU ops
-//                    its runtime calls launched and started no earlier than the previous step's end;
-//                    trailing steps that launched nothing dropped, and the last one too when it launched
-//                    under 80% of the ops of the one before (cut off by the profiler's stop); without
-//                    steps, the host events' span
+// The TensorBoard PyTorch profiler plugin's GPU metrics, with its definitions (pytorch/kineto,
+// tb_plugin/torch_tb_profiler/profiler/gpu_metrics_parser.py and event_parser.py as of commit
+// ce32f50e~1, the plugin's last version before its removal; its tests' figures are ctest's):
+//   range            the profiler steps' span: each ProfilerStep#N (without steps, the operators' span)
+//                    stretched to the end of the GPU ops its runtime calls launched and started no
+//                    earlier than the previous step's end; trailing steps that launched nothing
+//                    dropped, and the last one too when it launched under 80% of the ops of the one before
 //   utilization      per device (args.device): the union of kernel intervals inside the range / range
-//   est. SM efficiency  at each instant the sum over running kernels of "blocks per SM", capped at 1,
-//                    averaged over the range
-//   est. achieved occupancy  kernels' "est. achieved occupancy %" weighted by duration, over every kernel
-// Kernels without a field count as 0, as in the plugin; a device none of whose kernels has the field
-// gets no value (nullopt) rather than a 0.
+//   est. SM efficiency  at each instant the sum over running kernels of "blocks per SM" (positive
+//                    values only), capped at 1, summed over the range / range
+//   est. achieved occupancy  kernels' "est. achieved occupancy %" weighted by their time inside the range
+// A device with no kernel carrying the field inside the range gets no value (nullopt), not a 0.
 #pragma once
 #include <map>
 #include <optional>
