@@ -154,8 +154,40 @@ def complete_steps(gpu, host, stream_events):
     return keep(gpu), host, keep(stream_events)
 
 
+def memory_reference(path, gpu, host):
+    """Per device, the peak of the allocator's Total Allocated, or of the running sum of Bytes where
+    an event lacks it, with when (from the first event) and the allocation and free counts."""
+    with open(path, "rb") as f:
+        raw = f.read()
+    if raw[:2] == b"\x1f\x8b":
+        raw = gzip.decompress(raw)
+    doc = json.loads(raw, parse_float=decimal.Decimal)
+    events = doc if isinstance(doc, list) else doc["traceEvents"]
+    mem = [e for e in events if e.get("ph") in ("i", "I") and e.get("name") == "[memory]"]
+    starts = [to_ns(e["ts"]) for e in mem] + [o["ts"] for o in gpu] + [h["ts"] for h in host]
+    by_dev = defaultdict(list)
+    for e in sorted(mem, key=lambda e: to_ns(e["ts"])):
+        a = e.get("args", {})
+        by_dev[(as_int(a.get("Device Type", -1), -1), as_int(a.get("Device Id", -1), -1))].append((to_ns(e["ts"]), a))
+    out = {}
+    for (kind, dev), evs in by_dev.items():
+        name = f"cuda:{dev}" if kind == 1 else "cpu" if kind == 0 else f"device type {kind} id {dev}"
+        totals = all(as_int(a.get("Total Allocated", -1), -1) >= 0 for _, a in evs)
+        running, peak, peak_ts = 0, None, None
+        for ts, a in evs:
+            running += as_int(a.get("Bytes", 0), 0)
+            level = as_int(a["Total Allocated"], -1) if totals else running
+            if peak is None or level > peak:
+                peak, peak_ts = level, ts
+        allocs = sum(1 for _, a in evs if as_int(a.get("Bytes", 0), 0) >= 0)
+        out[name] = {"peak_allocated_bytes": peak, "peak_at_us": us(peak_ts - min(starts)), "allocations": allocs,
+                     "frees": len(evs) - allocs}
+    return out
+
+
 def reference(path, kernel_wait_us=30.0, gap_us=100.0, chunks=10, steps="all"):
     gpu, host, stream_events = load(path)
+    memory = memory_reference(path, gpu, host)
     if steps == "complete":
         gpu, host, stream_events = complete_steps(gpu, host, stream_events)
     out = {"devices": {}, "temporal_breakdown": {}, "overlap": {}}
@@ -274,6 +306,7 @@ def reference(path, kernel_wait_us=30.0, gap_us=100.0, chunks=10, steps="all"):
             sync[h["name"]]["calls"] += 1
             sync[h["name"]]["blocked_us"] += us(h["dur"])
     out["sync"] = {"calls": dict(sync)}
+    out["memory"] = memory
     return out
 
 

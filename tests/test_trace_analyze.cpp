@@ -12,6 +12,7 @@
 #include "kernelab/error.h"
 #include "trace/gpu_metrics.h"
 #include "trace/load.h"
+#include "trace/memory.h"
 #include "trace/report_json.h"
 #include "trace/steps.h"
 
@@ -260,6 +261,36 @@ TEST(TraceGpuMetrics, TheTensorBoardPluginsOwnTestExpectations) {
   EXPECT_FALSE(o.sm_efficiency) << "no kernel inside the step";
   EXPECT_FALSE(o.achieved_occupancy_pct);
   EXPECT_GT(o.with_blocks_per_sm, 0u);
+}
+
+// memory.json (PyTorch 1.10's layout, with Addr and the allocator's totals), in us: conv2d [0,100)
+// holds two aten::empty, at 10 and 50; 1000 B allocated at 11, 3000 at 51 (Total Allocated 4000: the
+// peak), the first freed at 60, 500 at 70. The 1.9 sample has neither Addr nor totals: a running sum.
+TEST(TraceMemory, PeakWhenUnderWhichOperatorAndWhatWasLive) {
+  const std::vector<DeviceMemory> m = memory_peaks(load_trace_file(data("memory.json")));
+  ASSERT_EQ(m.size(), 1u);
+  const DeviceMemory& d = m[0];
+  EXPECT_EQ(d.device, "cuda:0");
+  EXPECT_TRUE(d.from_totals);
+  EXPECT_EQ(d.peak_allocated, 4000);
+  EXPECT_EQ(d.peak_at, 51'000);
+  EXPECT_EQ(d.peak_op, "aten::empty < aten::conv2d < ProfilerStep#1");
+  EXPECT_EQ(d.peak_reserved, 4096);
+  EXPECT_EQ(d.allocations, 3u);
+  EXPECT_EQ(d.frees, 1u);
+  ASSERT_TRUE(d.live_at_peak);
+  ASSERT_EQ(d.live_at_peak->size(), 2u);
+  EXPECT_EQ((*d.live_at_peak)[0].bytes, 3000);
+  EXPECT_EQ((*d.live_at_peak)[1].bytes, 1000);
+  EXPECT_EQ((*d.live_at_peak)[1].ts, 11'000);
+  EXPECT_EQ(d.live_at_peak_bytes, 4000);
+  const std::vector<DeviceMemory> old =
+      memory_peaks(load_trace_file(std::string(KERNELAB_SOURCE_DIR) + "/tests/data/pytorch_traces/resnet50_pytorch19_workers0.json.gz"));
+  ASSERT_EQ(old.size(), 2u);
+  EXPECT_EQ(old[1].device, "cuda:0");
+  EXPECT_FALSE(old[1].from_totals);
+  EXPECT_FALSE(old[1].live_at_peak) << "no Addr: the live set is unknown, not empty";
+  EXPECT_EQ(old[1].allocations, old[1].frees);
 }
 
 TEST(TraceAnalyze, GzipGivesTheSameReport) {

@@ -84,6 +84,21 @@ TEST(TraceCli, StepsRangeKeepsThoseStepsAndBadWindowsSayWhy) {
   EXPECT_NE(none.out.find("every event: 0 profiler steps"), std::string::npos) << none.out;
 }
 
+// analyze and diff carry the memory peaks and the GPU metrics in their JSON.
+TEST(TraceCli, MemoryAndGpuMetricsInJson) {
+  const Result a = run("trace analyze --json " + kTraces + "memory.json");
+  ASSERT_EQ(a.code, 0) << a.err;
+  EXPECT_EQ(nlohmann::json::parse(a.out)["memory"]["cuda:0"]["peak_allocated_bytes"], 4000);
+  const Result d = run("trace diff --json " + kTraces + "memory.json " + kTraces + "memory.json");
+  ASSERT_EQ(d.code, 0) << d.err;
+  EXPECT_EQ(nlohmann::json::parse(d.out)["memory"]["b"]["cuda:0"]["peak_allocated_bytes"], 4000);
+  const Result g = run("trace analyze --json " + kTraces + "gpu_metrics.json");
+  ASSERT_EQ(g.code, 0) << g.err;
+  EXPECT_DOUBLE_EQ(nlohmann::json::parse(g.out)["gpu_metrics"]["devices"]["0"]["est_sm_efficiency"].get<double>(), 0.375);
+  const Result none = run("trace analyze --json " + kTraces + "two_streams.json");
+  EXPECT_TRUE(nlohmann::json::parse(none.out)["gpu_metrics"]["devices"]["0"]["est_sm_efficiency"].is_null());
+}
+
 TEST(TraceCli, BadInputExitsTwoWithAMessage) {
   const std::string gz = slurp(kTraces + "two_streams.json.gz");
   std::ofstream(scratch("cut.json.gz"), std::ios::binary) << gz.substr(0, gz.size() / 2);

@@ -3,11 +3,13 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <map>
 #include <cmath>
 
 #include "cli/common.h"
 #include "trace/gpu_metrics.h"
 #include "trace/load.h"
+#include "trace/memory.h"
 #include "trace/steps.h"
 #include "trace/report_json.h"
 
@@ -177,6 +179,62 @@ nlohmann::json gpu_metrics_json(const GpuMetrics& m) {
           {"bucket_us", m.bucket / 1e3}, {"devices", devices}};
 }
 
+std::string bytes_text(int64_t b) { return fmt::format("{:.1f} MiB", double(b) / (1 << 20)); }
+
+void print_memory(const std::vector<DeviceMemory>& memory) {
+  if (memory.empty()) return;
+  fmt::print("\nmemory ([memory] events, profile_memory=True; peak allocated: the allocator's Total Allocated, or the "
+             "running sum of Bytes from the trace's start where the trace has no totals)\n");
+  std::vector<std::vector<std::string>> rows;
+  for (const DeviceMemory& d : memory)
+    rows.push_back({d.device, bytes_text(d.peak_allocated), d.from_totals ? "Total Allocated" : "sum of Bytes",
+                    d.peak_reserved ? bytes_text(*d.peak_reserved) : "-", "+" + format_ns(double(d.peak_at)),
+                    d.peak_op.empty() ? "-" : short_name(d.peak_op, 90), fmt::format("{} / {}", d.allocations, d.frees)});
+  print_table({"device", "peak allocated", "from", "peak reserved", "at", "under", "allocs / frees"}, rows);
+  for (const DeviceMemory& d : memory) {
+    if (!d.live_at_peak) {
+      fmt::print("{}: the events carry no Addr (PyTorch before 1.10), so the allocations live at the peak are unknown\n", d.device);
+      continue;
+    }
+    fmt::print("{}: live at the peak, largest first ({} in all):", d.device, bytes_text(d.live_at_peak_bytes));
+    for (const Allocation& a : *d.live_at_peak) fmt::print(" {} ({})", bytes_text(a.bytes), a.op.empty() ? "-" : short_name(a.op));
+    fmt::print("\n");
+  }
+}
+
+nlohmann::json memory_json(const std::vector<DeviceMemory>& memory) {
+  nlohmann::json out = nlohmann::json::object();
+  for (const DeviceMemory& d : memory) {
+    nlohmann::json live = nullptr;
+    if (d.live_at_peak) {
+      live = nlohmann::json::array();
+      for (const Allocation& a : *d.live_at_peak) live.push_back({{"bytes", a.bytes}, {"ts_us", a.ts / 1e3}, {"operator", a.op}});
+    }
+    out[d.device] = {{"peak_allocated_bytes", d.peak_allocated}, {"from", d.from_totals ? "total_allocated" : "sum_of_bytes"},
+                     {"peak_reserved_bytes", d.peak_reserved ? nlohmann::json(*d.peak_reserved) : nlohmann::json(nullptr)},
+                     {"peak_at_us", d.peak_at / 1e3}, {"operator", d.peak_op}, {"allocations", d.allocations}, {"frees", d.frees},
+                     {"live_at_peak", live}, {"live_at_peak_bytes", d.live_at_peak ? nlohmann::json(d.live_at_peak_bytes) : nlohmann::json(nullptr)}};
+  }
+  return out;
+}
+
+// Peak allocated per device, A against B (devices either trace has).
+void print_memory_diff(const std::vector<DeviceMemory>& a, const std::vector<DeviceMemory>& b) {
+  std::map<std::string, std::pair<const DeviceMemory*, const DeviceMemory*>> both;
+  for (const DeviceMemory& d : a) both[d.device].first = &d;
+  for (const DeviceMemory& d : b) both[d.device].second = &d;
+  if (both.empty()) return;
+  fmt::print("\npeak memory allocated (B - A)\n");
+  std::vector<std::vector<std::string>> rows;
+  for (const auto& [dev, p] : both) {
+    const int64_t pa = p.first ? p.first->peak_allocated : 0, pb = p.second ? p.second->peak_allocated : 0;
+    rows.push_back({dev, p.first ? bytes_text(pa) : "-", p.second ? bytes_text(pb) : "-",
+                    fmt::format("{}{}", pb >= pa ? "+" : "-", bytes_text(std::abs(pb - pa))),
+                    p.second && !p.second->peak_op.empty() ? short_name(p.second->peak_op, 50) : "-"});
+  }
+  print_table({"device", "peak A", "peak B", "delta", "B's peak under"}, rows);
+}
+
 struct AnalyzeFlags {
   AnalyzeOptions opt;
   int top = 10;
@@ -211,6 +269,7 @@ void add_trace(CLI::App& app) {
     TraceData t = load_trace_file(file);
     const StepTable table = step_table(t, af.opt);
     const GpuMetrics metrics = gpu_metrics(t);
+    const std::vector<DeviceMemory> memory = memory_peaks(t);
     const StepSelection sel = select_steps(t, window);
     const Report r = analyze(t, af.opt);
     if (af.json) {
@@ -223,6 +282,7 @@ void add_trace(CLI::App& app) {
                         {"kernel_wait_us", s.kernel_wait / 1e3}, {"other_idle_us", s.other_idle / 1e3}});
       j["step_table"] = {{"rows", rows}, {"slowest", table.slowest}};
       j["gpu_metrics"] = gpu_metrics_json(metrics);
+      j["memory"] = memory_json(memory);
       fmt::print("{}\n", j.dump(2));
       return;
     }
@@ -230,6 +290,7 @@ void add_trace(CLI::App& app) {
     print_report(r, af.top);
     print_steps(table);
     print_gpu_metrics(metrics);
+    print_memory(memory);
   });
 
   auto* diff_cmd = trace->add_subcommand("diff", "per-kernel count and time differences between two traces");
@@ -242,11 +303,18 @@ void add_trace(CLI::App& app) {
     const StepWindow window = parse_steps(df.steps);
     TraceData ta = load_trace_file(file_a), tb = load_trace_file(file_b);
     select_steps(ta, window), select_steps(tb, window);
+    const std::vector<DeviceMemory> mem_a = memory_peaks(ta), mem_b = memory_peaks(tb);
     const Report a = analyze(ta, df.opt);
     const Report b = analyze(tb, df.opt);
     const TraceDiff d = diff_reports(a, b);
-    if (df.json) fmt::print("{}\n", diff_json(d, df.top).dump(2));
-    else print_diff(d, df.top);
+    if (df.json) {
+      nlohmann::json j = diff_json(d, df.top);
+      j["memory"] = {{"a", memory_json(mem_a)}, {"b", memory_json(mem_b)}};
+      fmt::print("{}\n", j.dump(2));
+      return;
+    }
+    print_diff(d, df.top);
+    print_memory_diff(mem_a, mem_b);
   });
 }
 

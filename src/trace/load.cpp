@@ -117,8 +117,13 @@ Cat classify(std::string_view cat) {
   return Cat::other;
 }
 
+struct Memory {
+  int64_t device_type = -1, device_id = -1, bytes = 0, addr = -1, total_allocated = -1, total_reserved = -1;
+};
+
 struct Fields {
-  bool is_x = false, has_cat = false, has_ts = false, has_dur = false;
+  bool is_x = false, is_instant = false, has_cat = false, has_ts = false, has_dur = false;
+  Memory memory;
   std::string_view ts_text, dur_text;
   uint32_t cat = 0, name = 0;
   int64_t pid = -1, device = -1, stream = -1, correlation = -1, bytes = 0;
@@ -145,6 +150,7 @@ class Loader {
       if (key == "ph") {
         std::string_view ph;
         f.is_x = !v.get_string().get(ph) && ph == "X";
+        f.is_instant = ph == "i" || ph == "I";
       } else if (key == "cat") {
         std::string_view cat;
         f.has_cat = !v.get_string().get(cat);
@@ -165,6 +171,7 @@ class Loader {
       }
     }
     if (f.is_x && f.has_cat) keep(f, index);
+    if (f.is_instant && f.name == memory_name_) keep_memory(f, index);
   }
 
   void device_properties(std::string_view json) {
@@ -209,6 +216,12 @@ class Loader {
       else if (key == "correlation") f.correlation = as_int(x, -1);
       else if (key == "bytes") f.bytes = as_int(x, 0);
       else if (key == "blocks per SM") f.blocks_per_sm = as_float(x);
+      else if (key == "Device Type") f.memory.device_type = as_int(x, -1);
+      else if (key == "Device Id") f.memory.device_id = as_int(x, -1);
+      else if (key == "Bytes") f.memory.bytes = as_int(x, 0);
+      else if (key == "Addr") f.memory.addr = as_int(x, -1);
+      else if (key == "Total Allocated") f.memory.total_allocated = as_int(x, -1);
+      else if (key == "Total Reserved") f.memory.total_reserved = as_int(x, -1);
       else if (key == "est. achieved occupancy %") f.occupancy_pct = as_float(x);
     }
   }
@@ -269,9 +282,18 @@ class Loader {
     }
   }
 
+  void keep_memory(const Fields& f, size_t index) {
+    MemoryEvents& m = t_.memory;
+    m.ts.push_back(time_field(f.has_ts, f.ts_text, "ts", index));
+    m.device_type.push_back(f.memory.device_type), m.device_id.push_back(f.memory.device_id);
+    m.bytes.push_back(f.memory.bytes), m.addr.push_back(f.memory.addr);
+    m.total_allocated.push_back(f.memory.total_allocated), m.total_reserved.push_back(f.memory.total_reserved);
+  }
+
   TraceData& t_;
   od::parser parser_;
   uint32_t empty_name_ = 0;
+  uint32_t memory_name_ = t_.names.intern("[memory]");
   std::vector<uint64_t> cat_counts_;
 };
 

@@ -70,6 +70,16 @@ struct StreamEvents : StreamColumns {
   std::vector<int64_t> correlation;  // args.correlation, -1 when absent
 };
 
+// The profiler's memory instant events ("ph": "i", name "[memory]", with profile_memory=True): each
+// allocation (bytes > 0) or free (bytes < 0) on a device; Addr and the allocator's totals only in
+// traces from PyTorch 1.10 on (-1 when absent).
+struct MemoryEvents {
+  std::vector<Ns> ts;
+  std::vector<int64_t> device_type, device_id;  // args "Device Type" (0 CPU, 1 CUDA), "Device Id"
+  std::vector<int64_t> bytes, addr, total_allocated, total_reserved;
+  size_t size() const { return ts.size(); }
+};
+
 struct TraceData {
   std::string source;  // the file name
   bool gzip = false;
@@ -81,6 +91,7 @@ struct TraceData {
   GpuOps gpu;
   HostEvents host;
   StreamEvents stream_events;
+  MemoryEvents memory;
   Ns profiler_start = 0, profiler_end = 0;  // the profiler's own "PyTorch Profiler (0)" span; 0, 0 when absent
 };
 
