@@ -27,8 +27,11 @@ HOST_CATS = {"cuda_runtime", "cuda_driver", "cpu_op", "user_annotation"}
 # PyTorch 1.8-1.9's spellings of the same Kineto activity types.
 OLD_CATS = {"Kernel": "kernel", "Memcpy": "gpu_memcpy", "Memset": "gpu_memset", "Runtime": "cuda_runtime",
             "Driver": "cuda_driver", "Operator": "cpu_op"}
-LAUNCH_NAMES = {"cudaLaunchKernel", "cudaLaunchKernelExC", "cudaMemcpyAsync", "cudaMemsetAsync"}
-SYNC_NAMES = {"cudaDeviceSynchronize", "cudaStreamSynchronize", "cudaEventSynchronize"}
+LAUNCH_NAMES = {"cudaLaunchKernel", "cudaLaunchKernelExC", "cudaMemcpyAsync", "cudaMemsetAsync", "cuLaunchKernel",
+                "cuLaunchKernelEx", "hipLaunchKernel", "hipExtLaunchKernel", "hipModuleLaunchKernel",
+                "hipExtModuleLaunchKernel", "hipMemcpyAsync", "hipMemsetAsync"}
+SYNC_NAMES = {"cudaDeviceSynchronize", "cudaStreamSynchronize", "cudaEventSynchronize", "hipDeviceSynchronize",
+              "hipStreamSynchronize", "hipEventSynchronize"}
 # hta/utils/utils.py
 NCCL_KERNEL_RE = re.compile(r"^nccl.*Kernel")
 MEMORY_KERNEL_RE = re.compile(r"(^Memcpy)|(^Memset)|(^dma)")

@@ -71,7 +71,7 @@ void print_breakdowns(const Report& r) {
 
 void print_host(const Report& r) {
   const LaunchStats& L = r.launch;
-  fmt::print("\nlaunches: {} GPU ops matched to cudaLaunchKernel(ExC)/cudaMemcpyAsync/cudaMemsetAsync", L.pairs);
+  fmt::print("\nlaunches: {} GPU ops matched to their launch calls (cudaLaunchKernel(ExC), cudaMemcpyAsync, cudaMemsetAsync, cuLaunchKernel(Ex), HIP's)", L.pairs);
   if (L.median_delay)
     fmt::print("; launch delay (op start - call end, >= 0) median {}, p90 {}, max {}", us_text(*L.median_delay), us_text(*L.p90_delay),
                us_text(L.max_delay));

@@ -54,7 +54,10 @@ void launch_stats(const TraceData& t, Report& r) {
   const GpuOps& g = t.gpu;
   const HostEvents& h = t.host;
   std::unordered_set<uint32_t> launch_names;
-  for (const char* n : {"cudaLaunchKernel", "cudaLaunchKernelExC", "cudaMemcpyAsync", "cudaMemsetAsync"})
+  // HTA's four, and the driver's launches (Triton kernels go through cuLaunchKernel) and ROCm's HIP names.
+  for (const char* n : {"cudaLaunchKernel", "cudaLaunchKernelExC", "cudaMemcpyAsync", "cudaMemsetAsync", "cuLaunchKernel",
+                        "cuLaunchKernelEx", "hipLaunchKernel", "hipExtLaunchKernel", "hipModuleLaunchKernel",
+                        "hipExtModuleLaunchKernel", "hipMemcpyAsync", "hipMemsetAsync"})
     for (uint32_t id = 0; id < t.names.size(); ++id)
       if (t.names[id] == n) launch_names.insert(id);
   std::unordered_map<int64_t, size_t> launch;
@@ -93,7 +96,9 @@ void sync_calls(const TraceData& t, Report& r) {
   std::unordered_map<uint32_t, std::string> wanted;
   for (uint32_t id = 0; id < t.names.size(); ++id) {
     const std::string& n = t.names[id];
-    if (n == "cudaDeviceSynchronize" || n == "cudaStreamSynchronize" || n == "cudaEventSynchronize") wanted[id] = n;
+    for (const char* sync : {"cudaDeviceSynchronize", "cudaStreamSynchronize", "cudaEventSynchronize", "hipDeviceSynchronize",
+                             "hipStreamSynchronize", "hipEventSynchronize"})
+      if (n == sync) wanted[id] = n;
   }
   for (size_t i = 0; i < h.size(); ++i) {
     if (h.kind[i] != HostKind::runtime) continue;
