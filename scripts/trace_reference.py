@@ -75,6 +75,13 @@ def load(path):
     doc = json.loads(raw, parse_float=decimal.Decimal)
     events = doc if isinstance(doc, list) else doc["traceEvents"]
     gpu, host, stream_events = [], [], []
+    # Kineto's launch flows ("ac2g"; "async" in 1.8-1.9): (pid, tid, ts) of each end -> the correlation id.
+    flows = {}
+    for e in events:
+        if e.get("ph") in ("s", "f") and e.get("cat") in ("ac2g", "async") and "id" in e and "ts" in e:
+            flow_id = as_int(e["id"], -1)
+            if flow_id >= 0:
+                flows.setdefault((str(e.get("pid")), str(e.get("tid")), to_ns(e["ts"])), flow_id)
     for e in events:
         if e.get("ph") != "X" or not isinstance(e.get("cat"), str):
             continue
@@ -86,6 +93,8 @@ def load(path):
         ev = {"ts": to_ns(e["ts"]), "dur": to_ns(e["dur"]), "name": e.get("name") if isinstance(e.get("name"), str) else ""}
         ev["end"] = ev["ts"] + ev["dur"]
         ev["corr"] = as_int(args["correlation"], -1) if "correlation" in args else -1
+        if ev["corr"] == -1 and cat not in ("cpu_op", "user_annotation"):  # a launch flow ending on this event
+            ev["corr"] = flows.get((str(e.get("pid")), str(e.get("tid")), ev["ts"]), -1)
         if cat in GPU_CATS or cat not in HOST_CATS:
             ev["device"] = as_int(args["device"], -1) if "device" in args else as_int(e.get("pid"), -1)
             ev["stream"] = stream

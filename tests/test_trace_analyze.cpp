@@ -293,6 +293,17 @@ TEST(TraceMemory, PeakWhenUnderWhichOperatorAndWhatWasLive) {
   EXPECT_EQ(old[1].allocations, old[1].frees);
 }
 
+// two_steps_flows.json: two_steps.json with the kernels' args.correlation removed and Kineto's
+// "ac2g" launch flows added (start on the runtime call, end on the kernel): the same analysis.
+TEST(TraceAnalyze, LaunchFlowsStandInForAMissingCorrelation) {
+  const TraceData t = load_trace_file(data("two_steps_flows.json"));
+  EXPECT_EQ(t.flow_correlated, 3u);
+  nlohmann::json flows = report_json(analyze(t), 0), plain = report_json(analyze(load_trace_file(data("two_steps.json"))), 0);
+  for (nlohmann::json* j : {&flows, &plain}) j->erase("source"), j->erase("json_bytes"), j->erase("events");
+  EXPECT_EQ(flows, plain);
+  EXPECT_EQ(step_table(t, {}).rows[1].kernels, 2u);
+}
+
 TEST(TraceAnalyze, GzipGivesTheSameReport) {
   EXPECT_EQ(report_json(two_streams(), 0).dump(), [] {
     auto j = report_json(two_streams("two_streams.json.gz"), 0);

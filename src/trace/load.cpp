@@ -4,6 +4,7 @@
 #include <simdjson.h>
 
 #include <algorithm>
+#include <cctype>
 #include <charconv>
 #include <cmath>
 #include <limits>
@@ -122,7 +123,8 @@ struct Memory {
 };
 
 struct Fields {
-  bool is_x = false, is_instant = false, has_cat = false, has_ts = false, has_dur = false;
+  bool is_x = false, is_instant = false, is_flow = false, has_cat = false, has_ts = false, has_dur = false;
+  std::string_view pid_text, tid_text, id_text;  // raw tokens: where a flow event's end meets its slice
   Memory memory;
   std::string_view ts_text, dur_text;
   uint32_t cat = 0, name = 0;
@@ -151,6 +153,7 @@ class Loader {
         std::string_view ph;
         f.is_x = !v.get_string().get(ph) && ph == "X";
         f.is_instant = ph == "i" || ph == "I";
+        f.is_flow = ph == "s" || ph == "f";
       } else if (key == "cat") {
         std::string_view cat;
         f.has_cat = !v.get_string().get(cat);
@@ -166,12 +169,18 @@ class Loader {
         f.dur_text = v.raw_json_token();
       } else if (key == "pid") {
         f.pid = as_int(v, -1);
+        f.pid_text = v.raw_json_token();
+      } else if (key == "tid") {
+        f.tid_text = v.raw_json_token();
+      } else if (key == "id") {
+        f.id_text = v.raw_json_token();
       } else if (key == "args") {
         args(v, f);
       }
     }
     if (f.is_x && f.has_cat) keep(f, index);
     if (f.is_instant && f.name == memory_name_) keep_memory(f, index);
+    if (f.is_flow && f.has_cat && f.has_ts && (t_.names[f.cat] == "ac2g" || t_.names[f.cat] == "async")) keep_flow(f);
   }
 
   void device_properties(std::string_view json) {
@@ -197,6 +206,16 @@ class Loader {
   void finish() {
     for (size_t id = 0; id < cat_counts_.size(); ++id)
       if (cat_counts_[id]) t_.categories[t_.names[static_cast<uint32_t>(id)]] = cat_counts_[id];
+    // Events without args.correlation take the id of the launch flow ("ac2g", 1.8-1.9's "async")
+    // whose end sits on them: same pid, tid and ts.
+    for (const Uncorrelated& u : uncorrelated_) {
+      auto it = flows_.find(u.place);
+      if (it == flows_.end()) continue;
+      std::vector<int64_t>& column = u.where == Where::gpu ? t_.gpu.correlation : u.where == Where::host ? t_.host.correlation
+                                                                                                             : t_.stream_events.correlation;
+      column[u.index] = it->second;
+      ++t_.flow_correlated;
+    }
   }
 
  private:
@@ -250,6 +269,7 @@ class Loader {
     switch (c) {
       case Cat::kernel: case Cat::memcpy: case Cat::memset: {
         GpuOps& g = t_.gpu;
+        remember_uncorrelated(f, ts, Where::gpu, g.size());
         g.push(ts, dur, device, f.stream, f.name);
         g.correlation.push_back(f.correlation);
         g.bytes.push_back(c == Cat::kernel ? 0 : std::max<int64_t>(f.bytes, 0));  // HTA's default for none is -1
@@ -260,6 +280,7 @@ class Loader {
       }
       case Cat::runtime: case Cat::driver: case Cat::cpu_op: case Cat::user_annotation: {
         HostEvents& h = t_.host;
+        if (c == Cat::runtime || c == Cat::driver) remember_uncorrelated(f, ts, Where::host, h.size());
         h.ts.push_back(ts);
         h.dur.push_back(dur);
         h.correlation.push_back(f.correlation);
@@ -275,11 +296,36 @@ class Loader {
           if (t_.names[f.name].rfind("PyTorch Profiler", 0) == 0) t_.profiler_start = ts, t_.profiler_end = ts + dur;
           return;
         }
+        remember_uncorrelated(f, ts, Where::stream, t_.stream_events.size());
         t_.stream_events.push(ts, dur, device, f.stream, f.name);
         t_.stream_events.correlation.push_back(f.correlation);
         return;
       }
     }
+  }
+
+  // pid and tid as written, a string's quotes dropped: Kineto writes a thread's id as "25738" on its
+  // slices and 25738 on its flow events.
+  static std::string_view unquoted(std::string_view s) {
+    while (!s.empty() && std::isspace(static_cast<unsigned char>(s.back()))) s.remove_suffix(1);  // raw tokens keep trailing blanks
+    return s.size() >= 2 && s.front() == '"' && s.back() == '"' ? s.substr(1, s.size() - 2) : s;
+  }
+  static std::string place(const Fields& f, Ns ts) {
+    return fmt::format("{}|{}|{}", unquoted(f.pid_text), unquoted(f.tid_text), ts);
+  }
+  void keep_flow(const Fields& f) {
+    const std::string_view id = unquoted(f.id_text);
+    int64_t v = -1;
+    auto [end, ec] = std::from_chars(id.data(), id.data() + id.size(), v);
+    if (ec != std::errc() || end != id.data() + id.size() || v < 0) return;
+    try {
+      flows_.emplace(place(f, parse_us_as_ns(f.ts_text)), v);
+    } catch (const BadInput&) {  // a flow with an unreadable ts binds to nothing
+    }
+  }
+  enum class Where { gpu, host, stream };
+  void remember_uncorrelated(const Fields& f, Ns ts, Where where, size_t index) {
+    if (f.correlation == -1) uncorrelated_.push_back({place(f, ts), where, index});
   }
 
   void keep_memory(const Fields& f, size_t index) {
@@ -294,6 +340,13 @@ class Loader {
   od::parser parser_;
   uint32_t empty_name_ = 0;
   uint32_t memory_name_ = t_.names.intern("[memory]");
+  std::unordered_map<std::string, int64_t> flows_;  // "pid|tid|ts" of a flow end -> its id
+  struct Uncorrelated {
+    std::string place;
+    Where where;
+    size_t index;
+  };
+  std::vector<Uncorrelated> uncorrelated_;
   std::vector<uint64_t> cat_counts_;
 };
 

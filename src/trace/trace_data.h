@@ -92,6 +92,7 @@ struct TraceData {
   HostEvents host;
   StreamEvents stream_events;
   MemoryEvents memory;
+  uint64_t flow_correlated = 0;  // events whose correlation came from a launch flow, not args.correlation
   Ns profiler_start = 0, profiler_end = 0;  // the profiler's own "PyTorch Profiler (0)" span; 0, 0 when absent
 };
 
