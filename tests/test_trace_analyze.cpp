@@ -304,6 +304,18 @@ TEST(TraceAnalyze, LaunchFlowsStandInForAMissingCorrelation) {
   EXPECT_EQ(step_table(t, {}).rows[1].kernels, 2u);
 }
 
+// driver_launch.json: a Triton kernel launched through the driver (cuda_driver cuLaunchKernel, delay
+// 30 - 16 = 14 us), a HIP launch (delay 60 - 55 = 5 us) and hipDeviceSynchronize (20 us); a
+// python_function event, which no analysis reads.
+TEST(TraceAnalyze, DriverAndHipLaunchesAndSyncsCount) {
+  const Report r = analyze(load_trace_file(data("driver_launch.json")));
+  EXPECT_EQ(r.launch.pairs, 2u);
+  EXPECT_EQ(r.launch.max_delay, 14'000);
+  ASSERT_EQ(r.sync.count("hipDeviceSynchronize"), 1u);
+  EXPECT_EQ(r.sync.at("hipDeviceSynchronize").blocked, 20'000);
+  EXPECT_EQ(r.kernel_count(), 2u);
+}
+
 TEST(TraceAnalyze, GzipGivesTheSameReport) {
   EXPECT_EQ(report_json(two_streams(), 0).dump(), [] {
     auto j = report_json(two_streams("two_streams.json.gz"), 0);
