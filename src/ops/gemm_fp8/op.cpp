@@ -8,6 +8,7 @@
 
 #include "kernelab/error.h"
 #include "ops/gemm_fp8/gemm_fp8.h"
+#include "ops/quant_gemm_ref.h"
 #include "ops/ops.h"
 
 namespace kl {
@@ -32,21 +33,14 @@ void validate(const Problem& p) {
                           a.k));
 }
 
-double round_to(DType t, double x) { return t == DType::bf16 ? bf16_to_float(double_to_bf16(x)) : f16_to_float(double_to_f16(x)); }
-
+// float64 on the dequantized values: A(i, l) and W(j, l) times their (block's) scales.
 std::vector<std::vector<double>> reference(const Problem& p, std::span<const Tensor> in) {
   const Fp8Params& a = p.as<Fp8Params>();
-  const std::vector<double> x = to_doubles(in[a.kA]), sa = to_doubles(in[a.kSa]), w = to_doubles(in[a.kW]), sw = to_doubles(in[a.kSw]);
-  std::vector<double> d(size_t(a.m * a.n));
-#pragma omp parallel for schedule(static)
-  for (int64_t i = 0; i < a.m; ++i)
-    for (int64_t j = 0; j < a.n; ++j) {
-      double acc = 0;
-      for (int64_t l = 0; l < a.k; ++l)
-        acc += sa[size_t(a.a_scale_at(i, l))] * x[size_t(i * a.k + l)] * (sw[size_t(a.w_scale_at(j, l))] * w[size_t(j * a.k + l)]);
-      d[size_t(i * a.n + j)] = acc;
-    }
-  return {d};
+  std::vector<double> x = to_doubles(in[a.kA]), w = to_doubles(in[a.kW]);
+  const std::vector<double> sa = to_doubles(in[a.kSa]), sw = to_doubles(in[a.kSw]);
+  for (int64_t i = 0; i < a.m * a.k; ++i) x[size_t(i)] *= sa[size_t(a.a_scale_at(i / a.k, i % a.k))];
+  for (int64_t i = 0; i < a.n * a.k; ++i) w[size_t(i)] *= sw[size_t(a.w_scale_at(i / a.k, i % a.k))];
+  return {quant_gemm::abt(a.m, a.n, a.k, x, w)};
 }
 
 // As an fp8 tensor-core kernel computes it: each product exact in fp32 and summed there; with block
@@ -54,23 +48,19 @@ std::vector<std::vector<double>> reference(const Problem& p, std::span<const Ten
 // scale, the one sum times sa * sw; D rounded once.
 std::vector<std::vector<double>> dtype_baseline(const Problem& p, std::span<const Tensor> in) {
   const Fp8Params& a = p.as<Fp8Params>();
-  const auto* x = in[a.kA].as<uint8_t>();
-  const auto* w = in[a.kW].as<uint8_t>();
+  const std::vector<double> xd = to_doubles(in[a.kA]), wd = to_doubles(in[a.kW]);
+  const std::vector<float> x(xd.begin(), xd.end()), w(wd.begin(), wd.end());
   const float* sa = in[a.kSa].as<float>();
   const float* sw = in[a.kSw].as<float>();
   const int64_t span = a.block() ? Fp8Params::kBlock : a.k;
-  std::vector<double> d(size_t(a.m * a.n));
-#pragma omp parallel for schedule(static)
-  for (int64_t i = 0; i < a.m; ++i)
-    for (int64_t j = 0; j < a.n; ++j) {
-      float total = 0;
-      for (int64_t l0 = 0; l0 < a.k; l0 += span) {
-        float part = 0;
-        for (int64_t l = l0; l < l0 + span; ++l) part += e4m3_to_float(x[i * a.k + l]) * e4m3_to_float(w[j * a.k + l]);
-        total += part * (sa[a.a_scale_at(i, l0)] * sw[a.w_scale_at(j, l0)]);
-      }
-      d[size_t(i * a.n + j)] = round_to(a.dtype, total);
-    }
+  std::vector<float> total(size_t(a.m * a.n), 0.0f);
+  for (int64_t l0 = 0; l0 < a.k; l0 += span) {
+    const std::vector<float> part = quant_gemm::abt_f32(a.m, a.n, a.k, x, w, l0, span);
+    for (int64_t i = 0; i < a.m; ++i)
+      for (int64_t j = 0; j < a.n; ++j) total[size_t(i * a.n + j)] += part[size_t(i * a.n + j)] * (sa[a.a_scale_at(i, l0)] * sw[a.w_scale_at(j, l0)]);
+  }
+  std::vector<double> d(total.size());
+  for (size_t i = 0; i < d.size(); ++i) d[i] = quant_gemm::round_to(a.dtype, total[i]);
   return {d};
 }
 

@@ -8,6 +8,7 @@
 
 #include "kernelab/error.h"
 #include "ops/gemm_w8a8/gemm_w8a8.h"
+#include "ops/quant_gemm_ref.h"
 #include "ops/ops.h"
 
 namespace kl {
@@ -25,37 +26,27 @@ void validate(const Problem& p) {
                           a.k));
 }
 
-double round_to(DType t, double x) { return t == DType::bf16 ? bf16_to_float(double_to_bf16(x)) : f16_to_float(double_to_f16(x)); }
-
+// float64 on the dequantized values: sa[i] * A(i, l) and sw[j] * W(j, l).
 std::vector<std::vector<double>> reference(const Problem& p, std::span<const Tensor> in) {
   const W8A8Params& a = p.as<W8A8Params>();
-  const std::vector<double> x = to_doubles(in[a.kA]), sa = to_doubles(in[a.kSa]), w = to_doubles(in[a.kW]), sw = to_doubles(in[a.kSw]);
-  std::vector<double> d(size_t(a.m * a.n));
-#pragma omp parallel for schedule(static)
-  for (int64_t i = 0; i < a.m; ++i)
-    for (int64_t j = 0; j < a.n; ++j) {
-      double acc = 0;
-      for (int64_t l = 0; l < a.k; ++l) acc += sa[size_t(i)] * x[size_t(i * a.k + l)] * (sw[size_t(j)] * w[size_t(j * a.k + l)]);
-      d[size_t(i * a.n + j)] = acc;
-    }
-  return {d};
+  std::vector<double> x = to_doubles(in[a.kA]), w = to_doubles(in[a.kW]);
+  const std::vector<double> sa = to_doubles(in[a.kSa]), sw = to_doubles(in[a.kSw]);
+  for (int64_t i = 0; i < a.m * a.k; ++i) x[size_t(i)] *= sa[size_t(i / a.k)];
+  for (int64_t i = 0; i < a.n * a.k; ++i) w[size_t(i)] *= sw[size_t(i / a.k)];
+  return {quant_gemm::abt(a.m, a.n, a.k, x, w)};
 }
 
-// As an int8 kernel computes it: the products summed exactly in int32, float(sum) * sa * sw in fp32,
-// D rounded once to the dtype.
+// As an int8 kernel computes it: the products summed exactly in int32 (exact in float64 too), float(sum)
+// * sa * sw in fp32, D rounded once to the dtype.
 std::vector<std::vector<double>> dtype_baseline(const Problem& p, std::span<const Tensor> in) {
   const W8A8Params& a = p.as<W8A8Params>();
-  const auto* x = in[a.kA].as<int8_t>();
-  const auto* w = in[a.kW].as<int8_t>();
   const float* sa = in[a.kSa].as<float>();
   const float* sw = in[a.kSw].as<float>();
-  std::vector<double> d(size_t(a.m * a.n));
-#pragma omp parallel for schedule(static)
+  std::vector<double> d = quant_gemm::abt(a.m, a.n, a.k, to_doubles(in[a.kA]), to_doubles(in[a.kW]));
   for (int64_t i = 0; i < a.m; ++i)
     for (int64_t j = 0; j < a.n; ++j) {
-      int32_t acc = 0;
-      for (int64_t l = 0; l < a.k; ++l) acc += int32_t(x[i * a.k + l]) * int32_t(w[j * a.k + l]);
-      d[size_t(i * a.n + j)] = round_to(a.dtype, double(float(acc) * sa[i] * sw[j]));
+      double& v = d[size_t(i * a.n + j)];
+      v = quant_gemm::round_to(a.dtype, double(float(int32_t(v)) * sa[i] * sw[j]));
     }
   return {d};
 }
