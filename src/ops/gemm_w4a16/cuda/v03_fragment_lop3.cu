@@ -103,10 +103,7 @@ template <class T, class Tl> void launch_tile(const W4A16Params& p, const Args& 
   sum_splits(o, static_cast<cudaStream_t>(a.stream));
 }
 void launch(const W4A16Params& p, const Args& a) {
-  with_half(p.dtype, [&](auto e) {
-    if (decode_sized(p)) launch_tile<decltype(e), DecodeTile>(p, a);
-    else launch_tile<decltype(e), LargeTile>(p, a);
-  });
+  with_tile(p, [&](auto e, auto tile) { launch_tile<decltype(e), decltype(tile)>(p, a); });
 }
 }  // namespace
 

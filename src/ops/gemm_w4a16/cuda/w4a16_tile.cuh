@@ -272,6 +272,13 @@ template <class F> void with_half(DType t, F&& f) {
   else f(__nv_bfloat16{});
 }
 template <class F> std::vector<KernelRef> for_halves(F&& f) { return {f(__half{}), f(__nv_bfloat16{})}; }
+// f(T{}, Tile{}) for the problem's dtype and its block tile (16 x 64 up to m 16, 64 x 128 above).
+template <class F> void with_tile(const W4A16Params& p, F&& f) {
+  with_half(p.dtype, [&](auto e) {
+    if (decode_sized(p)) f(e, DecodeTile{});
+    else f(e, LargeTile{});
+  });
+}
 
 inline Reason fits_int(const W4A16Params& p) {
   if (p.m * p.k > INT32_MAX || p.n * p.k > INT32_MAX || p.m * p.n > INT32_MAX) return "m*k, n*k and m*n must fit in 32 bits";
