@@ -7,6 +7,7 @@
 // of dtype_baseline (exact e4m3 products summed in fp32, promoted per 128-k block), over the whole of D.
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
+#include <nlohmann/json.hpp>
 
 #include <cmath>
 #include <set>
@@ -161,5 +162,31 @@ TEST(GemmFp8Check, CliCheckPassesEveryCase) {
   EXPECT_THAT(r.out, HasSubstr("all variants passed"));
   EXPECT_THAT(r.out, HasSubstr("cpu_promoted"));
 }
+
+#ifdef KERNELAB_HAVE_SIM_OPS
+// cuda_mma_fp8 at 256^3 with block scales in the simulator: one m16n8k32 e4m3 per 2*16*8*32 FLOPs,
+// A and W copied to shared memory by two blocks each but read from DRAM about once, with their
+// scales (A: 256 x 2, W: 2 x 2 floats).
+TEST(GemmFp8Profile, MmaFp8CountsItsTensorInstructionsAndReadsTheOperandsOnce) {
+  const kl::test::CliResult r = kl::test::run_kernelab(
+      "sim profile gemm_fp8 --dtype bf16 --m 256 --n 256 --k 256 --scaling block --variant cuda_mma_fp8 --json");
+  ASSERT_EQ(r.code, 0) << r.err;
+  const nlohmann::json j = nlohmann::json::parse(r.out);
+  ASSERT_EQ(j["rungs"].size(), 1u) << r.out;
+  const nlohmann::json& rung = j["rungs"][0];
+  EXPECT_TRUE(rung["checked"].get<bool>()) << rung["check_failure"];
+  auto sum = [&](const std::string& metric) {
+    double s = 0;
+    for (const nlohmann::json& k : rung["kernels"]) s += k["metrics"].value(metric, -1.0);
+    return s;
+  };
+  const double flops = 2.0 * 256 * 256 * 256, operands = 2.0 * 256 * 256;
+  EXPECT_EQ(sum("sim__inst_executed_mma_fp8.sum"), flops / (2 * 16 * 8 * 32));
+  EXPECT_EQ(sum("sim__tensor_flops.sum"), flops);
+  EXPECT_EQ(sum("sim__ldgsts_bytes.sum"), 2 * operands) << "two blocks per operand tile";
+  EXPECT_EQ(sum("sim__ldsm_bank_conflicts.sum"), 0);
+  EXPECT_NEAR(sum("model__dram_bytes_read.sum"), operands + 4 * (256 * 2 + 2 * 2), 0.05 * operands);
+}
+#endif
 
 }  // namespace
