@@ -26,7 +26,7 @@ struct RunFlags {  // what bench and check share
   double timeout_s = 300;
   std::vector<std::string> inject;
   std::string dump_dir;
-  std::size_t slice_bytes = std::size_t(1) << 20;
+  std::size_t slice_bytes = std::size_t(4) << 20;
 };
 
 // "64M", "1G", "8" (nccl-tests' suffixes K, M, G: powers of 1024).
@@ -82,7 +82,7 @@ void add_run_flags(CLI::App& cmd, RunFlags& f) {
   cmd.add_option("--timeout", f.timeout_s, "seconds a collective may wait before the watchdog names who is missing and exits 1");
   cmd.add_option("--inject", f.inject, "fault: rank=R,delay_ms=T[,at=SEQ] | rank=R,crash[,at=SEQ] | rank=R,hang[,at=SEQ]");
   cmd.add_option("--dump-dir", f.dump_dir, "folder for the flight-recorder dumps and the status board (default: a new temporary folder)");
-  cmd.add_option("--slice-bytes", f.slice_bytes, "bytes per message of the pipelined ring (default 1 MiB)");
+  cmd.add_option("--slice-bytes", f.slice_bytes, "bytes per message of the pipelined ring (default 4 MiB)");
 }
 
 // Validated here, before mpirun starts, so bad input is one message and exit 2.

@@ -12,7 +12,7 @@ namespace kl::comm {
 // Elements sent per message of a pipelined ring: a received slice is reduced and forwarded while
 // the next one is still in flight.
 struct RingOptions {
-  std::size_t slice_bytes = std::size_t(1) << 20;
+  std::size_t slice_bytes = std::size_t(4) << 20;
 };
 
 // In place: buf holds this rank's count elements; afterwards the reduction over all ranks.
