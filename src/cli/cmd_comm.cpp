@@ -12,6 +12,7 @@
 #include "comm/bench.h"
 #include "comm/doctor.h"
 #include "comm/launcher.h"
+#include "comm/overlap.h"
 #include "kernelab/error.h"
 
 namespace kl::cli {
@@ -176,6 +177,28 @@ void add_comm_check(CLI::App& comm_cmd) {
   });
 }
 
+void add_comm_overlap(CLI::App& comm_cmd) {
+  auto* cmd = comm_cmd.add_subcommand("overlap", "a bucketed all-reduce overlapped with compute: exposed time, overlap ratio");
+  auto o = std::make_shared<comm::OverlapOptions>();
+  auto bytes = std::make_shared<std::string>("64M");
+  auto run = std::make_shared<RunFlags>();
+  cmd->add_option("--bytes", *bytes, "gradient bytes in all buckets (K, M, G suffixes), default 64M");
+  cmd->add_option("--buckets", o->buckets, "buckets, each all-reduced once its compute is done (default 4)");
+  cmd->add_option("--compute-ms", o->compute_ms, "compute per bucket in ms (default 20)");
+  cmd->add_option("--repeats", o->repeats, "measurements, the median reported (default 3)");
+  cmd->add_flag("--json", o->json, "one JSON object");
+  add_run_flags(*cmd, *run);
+  cmd->callback([=] {
+    o->bytes = parse_bytes("--bytes", *bytes);
+    if (o->buckets < 1 || o->bytes / std::size_t(o->buckets) < sizeof(float))
+      bad_input(fmt::format("--buckets {}: from 1 to one float per bucket", o->buckets));
+    if (!(o->compute_ms > 0) || o->compute_ms > 10000) bad_input(fmt::format("--compute-ms {}: from above 0 to 10000", o->compute_ms));
+    if (o->repeats < 1) bad_input(fmt::format("--repeats {}: at least 1", o->repeats));
+    comm::Session s(session_options(*run, {{"command", "overlap"}}));
+    comm::run_overlap(s, *o);
+  });
+}
+
 void add_comm_doctor(CLI::App& comm_cmd) {
   auto* cmd = comm_cmd.add_subcommand("doctor", "who hung, died or lagged, from the ranks' flight-recorder dumps");
   auto dir = std::make_shared<std::string>();
@@ -198,10 +221,11 @@ void add_comm_doctor(CLI::App& comm_cmd) {
 }  // namespace
 
 void add_comm(CLI::App& app) {
-  auto* cmd = app.add_subcommand("comm", "collectives: bench and check own algorithms beside MPI's; doctor a failed run");
+  auto* cmd = app.add_subcommand("comm", "collectives: bench and check own algorithms beside MPI's; overlap; doctor a failed run");
   cmd->require_subcommand(1);
   add_comm_bench(*cmd);
   add_comm_check(*cmd);
+  add_comm_overlap(*cmd);
   add_comm_doctor(*cmd);
 }
 

@@ -120,9 +120,10 @@ void write_trace(const Session& s, const std::string& dir) {
   events.push_back({{"ph", "M"}, {"name", "process_name"}, {"pid", s.rank()}, {"args", {{"name", fmt::format("rank {}", s.rank())}}}});
   for (const Record& r : s.recorder().records()) {
     if (r.end_us == 0) continue;
-    events.push_back({{"ph", "X"}, {"cat", "kernel"}, {"name", fmt::format("nccl:{}", r.op)}, {"pid", s.rank()}, {"tid", 0},
-                      {"ts", r.start_us}, {"dur", r.end_us - r.start_us},
-                      {"args", {{"seq", r.seq}, {"algo", r.algo}, {"bytes", r.bytes}, {"peers", r.peers}}}});
+    // Named as NCCL's kernels are (nccl...Kernel...): `trace analyze` types them as communication by HTA's rule.
+    events.push_back({{"ph", "X"}, {"cat", "kernel"}, {"name", fmt::format("ncclKernel_{}_{}", r.op, r.algo)}, {"pid", s.rank()},
+                      {"tid", 0}, {"ts", r.start_us}, {"dur", r.end_us - r.start_us},
+                      {"args", {{"device", 0}, {"stream", 1}, {"seq", r.seq}, {"bytes", r.bytes}, {"peers", r.peers}}}});
   }
   std::ofstream(fmt::format("{}/rank-{}.trace.json", dir, s.rank())) << nlohmann::json{{"traceEvents", events}}.dump() << "\n";
 }

@@ -64,3 +64,33 @@ TEST(CommBench, BadInputIsOneMessageAndExitTwo) {
 }
 
 }  // namespace kl::test
+
+namespace kl::test {
+
+TEST(CommBench, TraceWritesOneChromeTracePerRankThatTraceAnalyzeReadsAsCommunication) {
+  const std::filesystem::path dir = mpi_scratch("trace");
+  const MpiResult r = run_mpi("comm bench allgather --ranks 2 -b 4K -e 16K -f 4 -n 2 -w 1 --timeout 60 --trace '" +
+                              (dir / "traces").string() + "' --dump-dir '" + (dir / "dumps").string() + "'");
+  ASSERT_EQ(r.code, 0) << r.err;
+  for (int rank : {0, 1}) {
+    const nlohmann::json t = nlohmann::json::parse(read_all(dir / "traces" / ("rank-" + std::to_string(rank) + ".trace.json")));
+    // 2 sizes x 2 algorithms x 2 placements x (1 checked + 1 warm-up + 2 timed calls) + the process name
+    EXPECT_EQ(t["traceEvents"].size(), 2u * 2 * 2 * 4 + 1) << rank;
+  }
+  const MpiResult a = run_mpi("trace analyze '" + (dir / "traces" / "rank-1.trace.json").string() + "'", 60);
+  ASSERT_EQ(a.code, 0) << a.err;
+  EXPECT_NE(a.out.find("communication  ncclKernel_allgather_ring"), std::string::npos) << a.out;
+}
+
+TEST(CommOverlap, ReportsExposedCommunicationAndTheOverlapRatio) {
+  const MpiResult r = run_mpi("comm overlap --ranks 2 --bytes 4M --buckets 2 --compute-ms 5 --repeats 1 --json --timeout 60 "
+                              "--dump-dir '" + mpi_scratch("overlap").string() + "'");
+  ASSERT_EQ(r.code, 0) << r.err;
+  const nlohmann::json j = nlohmann::json::parse(r.out);
+  EXPECT_EQ(j["buckets"], 2);
+  for (const char* key : {"compute_s", "allreduce_s", "back_to_back_s", "overlapped_s"}) EXPECT_GT(j[key].get<double>(), 0) << key;
+  EXPECT_NEAR(j["exposed_comm_s"].get<double>(), std::max(0.0, j["overlapped_s"].get<double>() - j["compute_s"].get<double>()), 1e-12);
+  EXPECT_LE(j["overlap_ratio"].get<double>(), 1.0);
+}
+
+}  // namespace kl::test
