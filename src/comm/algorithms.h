@@ -4,6 +4,7 @@
 #include <cstddef>
 #include <span>
 
+#include "comm/collective.h"
 #include "comm/reduce.h"
 #include "comm/transport.h"
 
@@ -38,5 +39,11 @@ void ring_reduce_scatter(Transport& tp, const CollectiveContext& ctx, std::byte*
 // j. Step s exchanges with ranks r+s and r-s (n - 1 steps); in == out is allowed.
 void pairwise_alltoall(Transport& tp, const CollectiveContext& ctx, const std::byte* in, std::byte* out,
                        std::size_t block_count, DType t);
+
+// One collective by an own algorithm on any transport, buffers laid out as Layout says (in place
+// when the input sits where Layout puts it). The copies into place and reduce-scatter's working
+// copy of its input go through the transport's memory.
+void run_algorithm(Transport& tp, const CollectiveContext& ctx, Collective c, Algo a, const std::byte* in, std::byte* out,
+                   std::size_t block, DType t, RedOp op, const RingOptions& opt);
 
 }  // namespace kl::comm

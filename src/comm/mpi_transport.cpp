@@ -3,6 +3,9 @@
 #include <fmt/format.h>
 
 #include <climits>
+#include <cstring>
+
+#include "comm/scratch.h"
 
 #include "kernelab/error.h"
 
@@ -41,6 +44,14 @@ void MpiTransport::wait(Handle h) { MPI_Wait(&pending_[std::size_t(h)], MPI_STAT
 void MpiTransport::wait_all() {
   MPI_Waitall(int(pending_.size()), pending_.data(), MPI_STATUSES_IGNORE);
   pending_.clear();
+}
+
+std::byte* MpiTransport::scratch(int slot, std::size_t bytes) { return host_scratch(slot, bytes); }
+
+void MpiTransport::copy(std::byte* dst, const std::byte* src, std::size_t bytes) { std::memcpy(dst, src, bytes); }
+
+void MpiTransport::reduce(std::byte* dst, const std::byte* src, std::size_t count, DType t, RedOp op) {
+  reduce_into(dst, src, count, t, op);
 }
 
 }  // namespace kl::comm

@@ -19,6 +19,9 @@ class MpiTransport final : public Transport {
   Handle recv(const CollectiveContext& ctx, int peer, std::span<std::byte> data) override;
   void wait(Handle h) override;
   void wait_all() override;
+  std::byte* scratch(int slot, std::size_t bytes) override;
+  void copy(std::byte* dst, const std::byte* src, std::size_t bytes) override;
+  void reduce(std::byte* dst, const std::byte* src, std::size_t count, DType t, RedOp op) override;
 
  private:
   MPI_Comm comm_;

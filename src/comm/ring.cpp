@@ -1,11 +1,9 @@
 // Ring schedules: the reduce-scatter and all-gather phases, composed into the ring all-reduce.
 // Chunk c of the buffer lives at chunks.begin(c); rank r sends to r+1 and receives from r-1.
 #include <algorithm>
-#include <cstring>
 #include <vector>
 
 #include "comm/algorithms.h"
-#include "comm/scratch.h"
 
 namespace kl::comm {
 
@@ -47,7 +45,7 @@ struct Ring {
     const int steps = n - 1;
     std::size_t max_chunk = 0;
     for (int c = 0; c < n; ++c) max_chunk = std::max(max_chunk, chunks.size(c));
-    std::byte* tmp[2] = {scratch(0, max_chunk * elem), scratch(1, max_chunk * elem)};
+    std::byte* tmp[2] = {tp.scratch(0, max_chunk * elem), tp.scratch(1, max_chunk * elem)};
     std::vector<Transport::Handle> pending[2];
     auto post_recvs = [&](int s) {
       const int c = mod(r - s - 2);
@@ -61,7 +59,7 @@ struct Ring {
       const int c = mod(r - s - 2);
       for (std::size_t j = 0; j < slices(c); ++j) {
         tp.wait(pending[s % 2][j]);
-        reduce_into(part(buf, c, j).data(), tmp_part(tmp[s % 2], c, j).data(), slice_len(c, j), t, op);
+        tp.reduce(part(buf, c, j).data(), tmp_part(tmp[s % 2], c, j).data(), slice_len(c, j), t, op);
         if (s + 1 < steps) tp.send(ctx, next, part(buf, c, j));
       }
       if (s + 2 < steps) post_recvs(s + 2);

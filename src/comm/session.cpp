@@ -8,7 +8,6 @@
 #include <filesystem>
 
 #include "comm/mpi_peer.h"
-#include "comm/scratch.h"
 #include "kernelab/error.h"
 
 namespace kl::comm {
@@ -82,6 +81,25 @@ std::vector<int> Session::peers(Algo a) const {
   return out;
 }
 
+void Session::run_library(Collective c, const std::byte* in, std::byte* out, std::size_t block, DType t, RedOp op) {
+  const Layout l = layout(c, block, size_, rank_);
+  const std::size_t e = dtype_size(t);
+  switch (c) {
+    case Collective::allreduce: mpi_allreduce(comm(), in, out, block, t, op); break;
+    case Collective::allgather: mpi_allgather(comm(), in == out + l.in_place_offset * e ? out : in, out, block, t); break;
+    case Collective::reducescatter:
+      if (out == in + l.in_place_offset * e) {  // MPI's in place leaves the result at the front
+        std::byte* whole = out - l.in_place_offset * e;
+        mpi_reduce_scatter(comm(), whole, whole, block, t, op);
+        std::memmove(out, whole, block * e);
+      } else {
+        mpi_reduce_scatter(comm(), in, out, block, t, op);
+      }
+      break;
+    case Collective::alltoall: mpi_alltoall(comm(), in, out, block, t); break;
+  }
+}
+
 void Session::run(Collective c, Algo a, const std::byte* in, std::byte* out, std::size_t block, DType t, RedOp op) {
   const uint64_t seq = ++seq_;
   apply_injections(opt_.injections, rank_, seq);
@@ -89,49 +107,8 @@ void Session::run(Collective c, Algo a, const std::byte* in, std::byte* out, std
   const std::size_t e = dtype_size(t);
   recorder_.begin({std::string(collective_name(c)), std::string(algo_name(a)), seq, l.reported_count() * e, peers(a), 0, 0});
   board_->enter(seq);
-  const CollectiveContext ctx{seq};
-  Transport& tp = *transport_;
-  switch (c) {
-    case Collective::allreduce:
-      if (a == Algo::library) {
-        mpi_allreduce(comm(), in, out, block, t, op);
-        break;
-      }
-      if (in != out) std::memcpy(out, in, block * e);
-      if (a == Algo::ring) ring_allreduce(tp, ctx, out, block, t, op, opt_.ring);
-      else tree_allreduce(tp, ctx, out, block, t, op);
-      break;
-    case Collective::allgather: {
-      const bool in_place = in == out + l.in_place_offset * e;
-      if (a == Algo::library) {
-        mpi_allgather(comm(), in_place ? out : in, out, block, t);
-        break;
-      }
-      if (!in_place) std::memcpy(out + l.in_place_offset * e, in, block * e);
-      ring_allgather(tp, ctx, out, block, t, opt_.ring);
-      break;
-    }
-    case Collective::reducescatter: {
-      const bool in_place = out == in + l.in_place_offset * e;
-      if (a == Algo::library && in_place) {  // MPI's in place leaves the result at the front
-        std::byte* whole = out - l.in_place_offset * e;
-        mpi_reduce_scatter(comm(), whole, whole, block, t, op);
-        std::memmove(out, whole, block * e);
-      } else if (a == Algo::library) {
-        mpi_reduce_scatter(comm(), in, out, block, t, op);
-      } else {
-        std::byte* work = scratch(2, l.in_count * e);
-        std::memcpy(work, in, l.in_count * e);
-        ring_reduce_scatter(tp, ctx, work, block, t, op, opt_.ring);
-        std::memcpy(out, work + l.in_place_offset * e, block * e);
-      }
-      break;
-    }
-    case Collective::alltoall:
-      if (a == Algo::library) mpi_alltoall(comm(), in, out, block, t);
-      else pairwise_alltoall(tp, ctx, in, out, block, t);
-      break;
-  }
+  if (a == Algo::library) run_library(c, in, out, block, t, op);
+  else run_algorithm(*transport_, CollectiveContext{seq}, c, a, in, out, block, t, op, opt_.ring);
   board_->complete(seq);
   recorder_.end(seq);
 }

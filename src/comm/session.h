@@ -46,6 +46,7 @@ class Session {
 
  private:
   std::vector<int> peers(Algo a) const;
+  void run_library(Collective c, const std::byte* in, std::byte* out, std::size_t block, DType t, RedOp op);
 
   SessionOptions opt_;
   int rank_ = 0, size_ = 1;

@@ -7,6 +7,8 @@
 #include <cstdint>
 #include <span>
 
+#include "comm/reduce.h"
+
 namespace kl::comm {
 
 // What every message of one collective carries: its sequence number, counted per rank from 1 in
@@ -27,6 +29,12 @@ class Transport {
   virtual Handle recv(const CollectiveContext& ctx, int peer, std::span<std::byte> data) = 0;
   virtual void wait(Handle h) = 0;
   virtual void wait_all() = 0;  // every operation posted and not yet waited for
+
+  // The memory the transport moves (host for MPI, device for NCCL) is where the algorithms'
+  // temporaries, local copies and reductions live too.
+  virtual std::byte* scratch(int slot, std::size_t bytes) = 0;  // grow-only, slots 0-2
+  virtual void copy(std::byte* dst, const std::byte* src, std::size_t bytes) = 0;
+  virtual void reduce(std::byte* dst, const std::byte* src, std::size_t count, DType t, RedOp op) = 0;
 };
 
 }  // namespace kl::comm

@@ -4,7 +4,6 @@
 #include <bit>
 
 #include "comm/algorithms.h"
-#include "comm/scratch.h"
 
 namespace kl::comm {
 
@@ -14,7 +13,7 @@ void tree_allreduce(Transport& tp, const CollectiveContext& ctx, std::byte* buf,
   const std::size_t elem = dtype_size(t);
   const int p = int(std::bit_floor(unsigned(n))), extra = n - p;
   const std::span<std::byte> whole{buf, count * elem};
-  std::byte* tmp = scratch(0, count * elem);
+  std::byte* tmp = tp.scratch(0, count * elem);
   if (r < 2 * extra && r % 2 == 0) {  // hands its contribution to r+1, gets the result back
     tp.send(ctx, r + 1, whole);
     tp.recv(ctx, r + 1, whole);
@@ -24,7 +23,7 @@ void tree_allreduce(Transport& tp, const CollectiveContext& ctx, std::byte* buf,
   if (r < 2 * extra) {
     tp.recv(ctx, r - 1, {tmp, count * elem});
     tp.wait_all();
-    reduce_into(buf, tmp, count, t, op);
+    tp.reduce(buf, tmp, count, t, op);
   }
   const int me = r < 2 * extra ? r / 2 : r - extra;
   auto real = [extra](int v) { return v < extra ? 2 * v + 1 : v + extra; };
@@ -39,7 +38,7 @@ void tree_allreduce(Transport& tp, const CollectiveContext& ctx, std::byte* buf,
     tp.recv(ctx, partner, {tmp, keep.size()});
     tp.send(ctx, partner, upper ? bytes(lo, mid) : bytes(mid, hi));
     tp.wait_all();
-    reduce_into(keep.data(), tmp, begin(keep_hi) - begin(keep_lo), t, op);
+    tp.reduce(keep.data(), tmp, begin(keep_hi) - begin(keep_lo), t, op);
     lo = keep_lo, hi = keep_hi;
   }
   for (int mask = 1; mask < p; mask *= 2) {  // doubling: swap reduced halves

@@ -9,6 +9,7 @@
 #include <utility>
 #include <vector>
 
+#include "comm/scratch.h"
 #include "comm/transport.h"
 
 namespace kl::test {
@@ -51,6 +52,11 @@ class LoopbackTransport final : public comm::Transport {
   void wait_all() override {
     for (std::size_t h = 0; h < pending_.size(); ++h) wait(Handle(h));
     pending_.clear();
+  }
+  std::byte* scratch(int slot, std::size_t bytes) override { return comm::host_scratch(slot, bytes); }
+  void copy(std::byte* dst, const std::byte* src, std::size_t bytes) override { std::memcpy(dst, src, bytes); }
+  void reduce(std::byte* dst, const std::byte* src, std::size_t count, DType t, comm::RedOp op) override {
+    comm::reduce_into(dst, src, count, t, op);
   }
 
  private:
