@@ -54,20 +54,20 @@ void Watchdog::loop() {
   }
 }
 
-// The ranks that have not entered collective seq, by the board, and whether their process is
-// gone; when all have entered, the ranks whose process is gone; else the in-flight peers.
+// The ranks that have not entered collective seq, by the board; when every rank entered it, those
+// whose process is gone (a rank that gave up on its own timeout is gone too, so it comes second).
 std::string Watchdog::not_heard_from(uint64_t seq) const {
   const std::vector<BoardSlot> board = board_.snapshot();
-  std::vector<std::string> parts;
+  std::string behind, gone;
   for (int r = 0; r < int(board.size()); ++r) {
+    if (r == info_.rank) continue;
     const BoardSlot& s = board[std::size_t(r)];
     const bool alive = process_alive(s.pid);
-    if (r != info_.rank && (uint64_t(s.entered) < seq || !alive))
-      parts.push_back(fmt::format("rank {} (entered up to seq {}, {})", r, s.entered, alive ? "process alive" : "process gone"));
+    const std::string text = fmt::format("rank {} (entered up to seq {}, {})", r, s.entered, alive ? "process alive" : "process gone");
+    if (uint64_t(s.entered) < seq) behind += (behind.empty() ? "" : ", ") + text;
+    else if (!alive) gone += (gone.empty() ? "" : ", ") + text;
   }
-  std::string out;
-  for (const std::string& p : parts) out += (out.empty() ? "" : ", ") + p;
-  return out;
+  return behind.empty() ? gone : behind;
 }
 
 void Watchdog::fail(const std::string& reason) {
