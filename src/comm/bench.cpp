@@ -176,13 +176,13 @@ int run_bench(Session& s, const BenchOptions& o) {
   if (root && !o.json) {
     std::printf("# Out of bounds values : %zu %s\n", wrong, wrong ? "FAILED" : "OK");
     std::printf("# %s\n", straggler_text(st, o.straggler_ms).c_str());
-    std::printf("# flight recorders: %s\n", s.dump_dir().c_str());
+    if (s.keeps_dumps()) std::printf("# flight recorders: %s\n", s.dump_dir().c_str());
   }
   if (root && o.json)
     std::printf("%s\n", nlohmann::json{{"op", collective_name(o.op)}, {"ranks", s.size()}, {"dtype", nccl_type_name(o.dtype)},
                                        {"redop", redop}, {"iters", o.iters}, {"warmup", o.warmup}, {"algos", algos_json},
                                        {"wrong", wrong}, {"straggler", straggler_json(st, o.straggler_ms)},
-                                       {"dump_dir", s.dump_dir()}}.dump(1).c_str());
+                                       {"dump_dir", s.keeps_dumps() ? nlohmann::json(s.dump_dir()) : nlohmann::json()}}.dump(1).c_str());
   std::fflush(stdout);
   return wrong ? 1 : 0;
 }

@@ -56,6 +56,11 @@ Session::~Session() {
   watchdog_->dump("finished", "");
   watchdog_.reset();
   board_.reset();
+  if (opt_.dump_dir.empty()) {  // a temporary folder of a run that ended well: nothing to keep
+    MPI_Barrier(MPI_COMM_WORLD);
+    std::error_code ec;
+    if (rank_ == 0) std::filesystem::remove_all(dump_dir_, ec);
+  }
   MPI_Finalize();
 }
 

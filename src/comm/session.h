@@ -22,7 +22,7 @@ namespace kl::comm {
 
 struct SessionOptions {
   double timeout_s = 300;
-  std::string dump_dir;  // empty: a new folder under the temporary directory
+  std::string dump_dir;  // empty: a new folder under the temporary directory, removed when the run ends well
   std::vector<Injection> injections;
   RingOptions ring;
   nlohmann::json run;  // the settings, for the dumps
@@ -39,6 +39,7 @@ class Session {
   int size() const { return size_; }
   MPI_Comm comm() const { return MPI_COMM_WORLD; }
   const std::string& dump_dir() const { return dump_dir_; }
+  bool keeps_dumps() const { return !opt_.dump_dir.empty(); }
   const FlightRecorder& recorder() const { return recorder_; }
 
   // In place when `in` is where Layout puts it inside `out` (or `out` inside `in`).
