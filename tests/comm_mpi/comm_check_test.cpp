@@ -5,7 +5,7 @@
 
 #include <regex>
 
-#include "comm_mpi/mpi_run.h"
+#include "mpi_run.h"
 
 namespace kl::test {
 

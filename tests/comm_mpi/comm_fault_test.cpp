@@ -5,7 +5,7 @@
 
 #include <nlohmann/json.hpp>
 
-#include "comm_mpi/mpi_run.h"
+#include "mpi_run.h"
 
 namespace kl::test {
 

@@ -3,11 +3,12 @@
 // against the float64 reference and its tolerance (src/comm/data.h).
 #include <gtest/gtest.h>
 
+#include <cstring>
 #include <thread>
 
 #include "comm/algorithms.h"
 #include "comm/data.h"
-#include "comm/loopback_transport.h"
+#include "comm_loopback.h"
 
 namespace kl::test {
 
