@@ -22,7 +22,10 @@ struct LoopbackFabric {
 
 class LoopbackTransport final : public comm::Transport {
  public:
-  LoopbackTransport(LoopbackFabric& f, int rank, int size) : fabric_(f), rank_(rank), size_(size) {}
+  // posts_ahead false: the step-by-step schedule the NCCL transport gets.
+  LoopbackTransport(LoopbackFabric& f, int rank, int size, bool posts_ahead = true)
+      : fabric_(f), rank_(rank), size_(size), posts_ahead_(posts_ahead) {}
+  bool posts_ahead() const override { return posts_ahead_; }
   int rank() const override { return rank_; }
   int size() const override { return size_; }
   Handle send(const comm::CollectiveContext&, int peer, std::span<const std::byte> data) override {
@@ -68,6 +71,7 @@ class LoopbackTransport final : public comm::Transport {
   };
   LoopbackFabric& fabric_;
   int rank_, size_;
+  bool posts_ahead_;
   std::map<int, std::size_t> received_;
   std::vector<Pending> pending_;
 };

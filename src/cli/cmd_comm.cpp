@@ -159,10 +159,17 @@ void add_comm_check(CLI::App& comm_cmd) {
   cmd->add_option("--ops", *ops, "collectives (default all)")->delimiter(',');
   cmd->add_option("--dtype", *dtypes, "fp32, fp16, bf16 (default all)")->delimiter(',');
   cmd->add_option("--counts", *counts, "elements per block (default 1,7,1000,1048579)")->delimiter(',');
+  auto transport = std::make_shared<std::string>("mpi");
+  cmd->add_option("--transport", *transport, "mpi (host memory, default) or nccl (one GPU per rank, built with CUDA)");
   cmd->add_flag("--json", *json, "one JSON object: every case");
   add_run_flags(*cmd, *run);
   cmd->callback([=] {
     comm::CheckOptions o;
+    if (*transport != "mpi" && *transport != "nccl") bad_input(fmt::format("--transport {}: mpi or nccl", *transport));
+#ifndef KERNELAB_HAVE_NCCL
+    if (*transport == "nccl") bad_input("--transport nccl: this kernelab was built without CUDA and NCCL");
+#endif
+    o.transport = *transport;
     for (const std::string& s : ops->empty() ? std::vector<std::string>{"allreduce", "allgather", "reducescatter", "alltoall"} : *ops)
       o.ops.push_back(parse_op(s));
     for (const std::string& s : dtypes->empty() ? std::vector<std::string>{"fp32", "fp16", "bf16"} : *dtypes)
@@ -171,8 +178,12 @@ void add_comm_check(CLI::App& comm_cmd) {
       if (c < 1 || c > (std::size_t(1) << 26)) bad_input(fmt::format("--counts {}: from 1 to 2^26", c));
     o.counts = *counts;
     o.json = *json;
-    comm::Session s(session_options(*run, {{"command", "check"}}));
+    comm::Session s(session_options(*run, {{"command", "check"}, {"transport", o.transport}}));
+#ifdef KERNELAB_HAVE_NCCL
+    const int code = o.transport == "nccl" ? comm::run_nccl_check(s, o) : comm::run_check(s, o);
+#else
     const int code = comm::run_check(s, o);
+#endif
     if (code) throw CLI::RuntimeError(code);
   });
 }

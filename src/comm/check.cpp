@@ -15,16 +15,8 @@ namespace {
 
 constexpr uint64_t kSeed = 16;
 
-struct Case {
-  Collective op;
-  DType t;
-  RedOp redop;
-  std::size_t block;
-  bool in_place;
-};
-
 // Runs algorithm a on a fresh copy of the inputs; the output, copied out.
-std::vector<std::byte> run_case(Session& s, const Case& k, Algo a, const std::vector<std::byte>& input) {
+std::vector<std::byte> run_case(Session& s, const CheckCase& k, Algo a, const std::vector<std::byte>& input) {
   const Layout l = layout(k.op, k.block, s.size(), s.rank());
   const std::size_t e = dtype_size(k.t);
   std::vector<std::byte> in(l.in_count * e), out(l.out_count * e, std::byte{0xff});  // poisoned: NaN in every dtype
@@ -43,6 +35,12 @@ std::vector<std::byte> run_case(Session& s, const Case& k, Algo a, const std::ve
 }  // namespace
 
 int run_check(Session& s, const CheckOptions& o) {
+  return check_cases(s, o, [&s](const CheckCase& k, Algo a, const std::vector<std::byte>& input) {
+    return run_case(s, k, a, input);
+  });
+}
+
+int check_cases(Session& s, const CheckOptions& o, const CaseRunner& run) {
   const bool root = s.rank() == 0;
   int cases = 0, failed = 0;
   nlohmann::json rows = nlohmann::json::array();
@@ -54,13 +52,13 @@ int run_check(Session& s, const CheckOptions& o) {
       for (RedOp redop : is_reduction(op) ? std::vector{RedOp::sum, RedOp::max} : std::vector{RedOp::sum})
         for (std::size_t block : o.counts)
           for (bool in_place : {false, true}) {
-            const Case k{op, t, redop, block, in_place};
+            const CheckCase k{op, t, redop, block, in_place};
             std::vector<std::byte> input(layout(op, block, s.size(), s.rank()).in_count * dtype_size(t));
             fill_input(op, input.data(), block, t, s.size(), s.rank(), kSeed);
-            const std::vector<std::byte> peer = run_case(s, k, Algo::library, input);
+            const std::vector<std::byte> peer = run(k, Algo::library, input);
             const Reference want = reference(op, block, t, redop, s.size(), s.rank(), kSeed);
             for (Algo a : algos_of(op)) {
-              const std::vector<std::byte> out = a == Algo::library ? peer : run_case(s, k, a, input);
+              const std::vector<std::byte> out = a == Algo::library ? peer : run(k, a, input);
               const Mismatch ref = check_against_reference(want, out.data(), t);
               const Mismatch vs = a == Algo::library ? Mismatch{} : check_against_peer(want, out.data(), peer.data(), t);
               double mine[3] = {ref.worst, vs.worst, double(ref.wrong + vs.wrong)}, all[3];
@@ -80,9 +78,10 @@ int run_check(Session& s, const CheckOptions& o) {
                               {"err_over_tol_peer", std::isfinite(all[1]) ? all[1] : 1e300}, {"ok", ok}});
             }
           }
-  if (root && !o.json) std::printf("comm check: %d of %d cases passed on %d ranks\n", cases - failed, cases, s.size());
+  if (root && !o.json)
+    std::printf("comm check: %d of %d cases passed on %d ranks (%s)\n", cases - failed, cases, s.size(), o.transport.c_str());
   if (root && o.json)
-    std::printf("%s\n", nlohmann::json{{"ranks", s.size()}, {"cases", cases}, {"failed", failed}, {"rows", rows}}.dump(1).c_str());
+    std::printf("%s\n", nlohmann::json{{"ranks", s.size()}, {"transport", o.transport}, {"cases", cases}, {"failed", failed}, {"rows", rows}}.dump(1).c_str());
   std::fflush(stdout);
   return failed ? 1 : 0;
 }

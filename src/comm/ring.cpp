@@ -39,6 +39,8 @@ struct Ring {
     for (std::size_t j = 0; j < slices(c); ++j) tp.send(ctx, next, part(buf, c, j));
   }
 
+  std::span<std::byte> whole(std::byte* base, int c) const { return {base + chunks.begin(c) * elem, chunks.size(c) * elem}; }
+
   // Step s sends chunk r-s-1 and receives chunk r-s-2 into a temporary, reducing it into buf
   // slice by slice; the reduced slice is what step s+1 sends. Rank r ends owning chunk r.
   void reduce_scatter(std::byte* buf, DType t, RedOp op) {
@@ -46,6 +48,16 @@ struct Ring {
     std::size_t max_chunk = 0;
     for (int c = 0; c < n; ++c) max_chunk = std::max(max_chunk, chunks.size(c));
     std::byte* tmp[2] = {tp.scratch(0, max_chunk * elem), tp.scratch(1, max_chunk * elem)};
+    if (!tp.posts_ahead()) {  // one step at a time, whole chunks
+      for (int s = 0; s < steps; ++s) {
+        const int c = mod(r - s - 2);
+        tp.recv(ctx, prev, {tmp[0], chunks.size(c) * elem});
+        tp.send(ctx, next, whole(buf, mod(r - s - 1)));
+        tp.wait_all();
+        tp.reduce(whole(buf, c).data(), tmp[0], chunks.size(c), t, op);
+      }
+      return;
+    }
     std::vector<Transport::Handle> pending[2];
     auto post_recvs = [&](int s) {
       const int c = mod(r - s - 2);
@@ -71,6 +83,14 @@ struct Ring {
   // buf, forwarding each slice in step s+1 as soon as it lands.
   void allgather(std::byte* buf, int own) {
     const int steps = n - 1;
+    if (!tp.posts_ahead()) {
+      for (int s = 0; s < steps; ++s) {
+        tp.recv(ctx, prev, whole(buf, mod(own - s - 1)));
+        tp.send(ctx, next, whole(buf, mod(own - s)));
+        tp.wait_all();
+      }
+      return;
+    }
     std::vector<std::vector<Transport::Handle>> pending(std::size_t(std::max(steps, 0)));
     for (int s = 0; s < steps; ++s) {
       const int c = mod(own - s - 1);

@@ -35,6 +35,11 @@ class Transport {
   virtual std::byte* scratch(int slot, std::size_t bytes) = 0;  // grow-only, slots 0-2
   virtual void copy(std::byte* dst, const std::byte* src, std::size_t bytes) = 0;
   virtual void reduce(std::byte* dst, const std::byte* src, std::size_t count, DType t, RedOp op) = 0;
+  // Whether receives may be posted ahead of the step whose sends feed them (MPI: yes, the ring
+  // pipelines its slices across steps). NCCL runs a step's sends and receives as one group that
+  // completes as a whole: a receive posted a step early would hold the group, so the ring runs
+  // step by step there.
+  virtual bool posts_ahead() const { return true; }
 };
 
 }  // namespace kl::comm
