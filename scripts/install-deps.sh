@@ -3,7 +3,7 @@
 set -euo pipefail
 debs=(cmake ninja-build g++ make pkg-config libgtest-dev libbenchmark-dev libopenblas-dev
       libopenblas-openmp-dev libfmt-dev libcli11-dev nlohmann-json3-dev libsimdjson-dev zlib1g-dev libomp-dev
-      libboost-context-dev clang libclang-rt-dev)
+      libboost-context-dev clang libclang-rt-dev openmpi-bin libopenmpi-dev)
 missing=()
 for p in "${debs[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")

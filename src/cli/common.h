@@ -69,5 +69,6 @@ void add_explain(CLI::App& app);
 void add_sim(CLI::App& app);
 void add_trace(CLI::App& app);
 void add_quant(CLI::App& app);
+void add_comm(CLI::App& app);
 
 }  // namespace kl::cli

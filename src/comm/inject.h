@@ -1,0 +1,25 @@
+// Injected faults for the fault tests: `rank=R,delay_ms=T[,at=SEQ]` (rank R enters collective SEQ,
+// or every collective, T ms late), `rank=R,crash[,at=SEQ]` (rank R kills itself before entering
+// SEQ), `rank=R,hang[,at=SEQ]` (rank R stops before entering SEQ and never continues). SEQ
+// defaults to 1 for crash and hang.
+#pragma once
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+namespace kl::comm {
+
+struct Injection {
+  enum class Kind { delay, crash, hang } kind = Kind::delay;
+  int rank = 0;
+  int64_t delay_ms = 0;
+  std::optional<uint64_t> at;  // the sequence number; none: every collective (delay only)
+};
+
+Injection parse_injection(const std::string& spec, int ranks);  // BadInput naming the bad part
+std::string injection_text(const Injection& inj);
+// Applies the injections for this rank before it enters collective seq.
+void apply_injections(const std::vector<Injection>& injections, int rank, uint64_t seq);
+
+}  // namespace kl::comm

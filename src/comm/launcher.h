@@ -1,0 +1,13 @@
+// Started by mpirun (like nccl-tests) or starting it: without an MPI launcher's environment,
+// kernelab replaces itself by `mpirun -np N kernelab <the same arguments>`, as root when root
+// (--allow-run-as-root), oversubscribed when N exceeds the cores (--oversubscribe, ranks yield
+// instead of spinning, unbound).
+#pragma once
+
+namespace kl::comm {
+
+bool under_mpi_launcher();
+int launcher_world_size();  // 0 when not under a launcher
+[[noreturn]] void relaunch_under_mpirun(int ranks);  // RuntimeFailure when mpirun cannot start
+
+}  // namespace kl::comm

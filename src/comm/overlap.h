@@ -1,0 +1,25 @@
+// `comm overlap`: a bucketed gradient all-reduce overlapped with a compute loop, as data-parallel
+// training does it (a bucket's all-reduce starts as soon as the backward has produced it). Compute
+// runs in slices between which the rank drives the outstanding non-blocking all-reduces
+// (MPI_Iallreduce + MPI_Testall: OpenMPI has no progress thread). Reported: compute alone, the
+// all-reduces alone, back to back and overlapped; exposed communication = overlapped - compute;
+// overlap ratio = 1 - exposed / all-reduces alone. On CPU ranks the copies and additions take the
+// same cores as the compute: the ratio says how much of that a core can hide, not a GPU's DMA.
+#pragma once
+#include <cstddef>
+
+#include "comm/session.h"
+
+namespace kl::comm {
+
+struct OverlapOptions {
+  std::size_t bytes = std::size_t(64) << 20;  // all gradients, fp32
+  int buckets = 4;
+  double compute_ms = 20;  // per bucket
+  int repeats = 3;         // the median of these
+  bool json = false;
+};
+
+int run_overlap(Session& s, const OverlapOptions& o);
+
+}  // namespace kl::comm

@@ -1,0 +1,121 @@
+#include "comm/session.h"
+
+#include <fmt/format.h>
+#include <stdlib.h>
+
+#include <bit>
+#include <cstring>
+#include <filesystem>
+
+#include "comm/mpi_peer.h"
+#include "kernelab/error.h"
+
+namespace kl::comm {
+
+namespace {
+
+std::string shared_dump_dir(const std::string& wanted, int rank) {
+  std::string dir = wanted;
+  if (rank == 0) {
+    if (dir.empty()) {
+      std::string tmpl = (std::filesystem::temp_directory_path() / "kernelab-comm-XXXXXX").string();
+      if (!mkdtemp(tmpl.data())) runtime_failure("cannot create a dump folder under " + tmpl);
+      dir = tmpl;
+    }
+    std::error_code ec;
+    std::filesystem::create_directories(dir, ec);
+    if (ec) runtime_failure(fmt::format("cannot create the dump folder {}: {}", dir, ec.message()));
+    for (const auto& e : std::filesystem::directory_iterator(dir))  // a previous run's dumps would mislead the doctor
+      if (e.path().filename().string().starts_with("rank-") || e.path().filename() == "board") std::filesystem::remove(e.path());
+  }
+  int len = int(dir.size());
+  MPI_Bcast(&len, 1, MPI_INT, 0, MPI_COMM_WORLD);
+  dir.resize(std::size_t(len));
+  MPI_Bcast(dir.data(), len, MPI_CHAR, 0, MPI_COMM_WORLD);
+  return dir;
+}
+
+}  // namespace
+
+Session::Session(SessionOptions opt) : opt_(std::move(opt)) {
+  block_termination_signals();
+  int provided = 0;
+  MPI_Init_thread(nullptr, nullptr, MPI_THREAD_FUNNELED, &provided);
+  MPI_Comm_rank(MPI_COMM_WORLD, &rank_);
+  MPI_Comm_size(MPI_COMM_WORLD, &size_);
+  dump_dir_ = shared_dump_dir(opt_.dump_dir, rank_);
+  MPI_Barrier(MPI_COMM_WORLD);  // the old board is gone before anyone maps the new one
+  transport_ = std::make_unique<MpiTransport>(MPI_COMM_WORLD);
+  board_ = std::make_unique<StatusBoard>(dump_dir_, rank_, size_);
+  MPI_Barrier(MPI_COMM_WORLD);
+  watchdog_ = std::make_unique<Watchdog>(DumpInfo{rank_, size_, dump_dir_, opt_.timeout_s, opt_.run}, recorder_, *board_);
+}
+
+Session::~Session() {
+  MPI_Barrier(MPI_COMM_WORLD);
+  watchdog_->dump("finished", "");
+  watchdog_.reset();
+  board_.reset();
+  if (opt_.dump_dir.empty()) {  // a temporary folder of a run that ended well: nothing to keep
+    MPI_Barrier(MPI_COMM_WORLD);
+    std::error_code ec;
+    if (rank_ == 0) std::filesystem::remove_all(dump_dir_, ec);
+  }
+  MPI_Finalize();
+}
+
+std::vector<int> Session::peers(Algo a) const {
+  std::vector<int> out;
+  if (a == Algo::ring) {
+    out = {(rank_ + size_ - 1) % size_, (rank_ + 1) % size_};
+  } else if (a == Algo::tree) {
+    const int p = int(std::bit_floor(unsigned(size_))), extra = size_ - p;
+    if (rank_ < 2 * extra) out.push_back(rank_ % 2 == 0 ? rank_ + 1 : rank_ - 1);
+    if (rank_ >= 2 * extra || rank_ % 2 == 1) {
+      const int me = rank_ < 2 * extra ? rank_ / 2 : rank_ - extra;
+      for (int mask = 1; mask < p; mask *= 2) {
+        const int v = me ^ mask;
+        out.push_back(v < extra ? 2 * v + 1 : v + extra);
+      }
+    }
+  } else {
+    for (int q = 0; q < size_; ++q)
+      if (q != rank_) out.push_back(q);
+  }
+  if (out.size() == 2 && out[0] == out[1]) out.pop_back();
+  return out;
+}
+
+void Session::run_library(Collective c, const std::byte* in, std::byte* out, std::size_t block, DType t, RedOp op) {
+  const Layout l = layout(c, block, size_, rank_);
+  const std::size_t e = dtype_size(t);
+  switch (c) {
+    case Collective::allreduce: mpi_allreduce(comm(), in, out, block, t, op); break;
+    case Collective::allgather: mpi_allgather(comm(), in == out + l.in_place_offset * e ? out : in, out, block, t); break;
+    case Collective::reducescatter:
+      if (out == in + l.in_place_offset * e) {  // MPI's in place leaves the result at the front
+        std::byte* whole = out - l.in_place_offset * e;
+        mpi_reduce_scatter(comm(), whole, whole, block, t, op);
+        std::memmove(out, whole, block * e);
+      } else {
+        mpi_reduce_scatter(comm(), in, out, block, t, op);
+      }
+      break;
+    case Collective::alltoall: mpi_alltoall(comm(), in, out, block, t); break;
+  }
+}
+
+void Session::run(Collective c, Algo a, const std::byte* in, std::byte* out, std::size_t block, DType t, RedOp op) {
+  const uint64_t seq = ++seq_;
+  apply_injections(opt_.injections, rank_, seq);
+  const Layout l = layout(c, block, size_, rank_);
+  const std::size_t e = dtype_size(t);
+  recorder_.begin({std::string(collective_name(c)), std::string(algo_name(a)), seq, l.reported_count() * e, peers(a), 0, 0});
+  board_->enter(seq);
+  if (a == Algo::library) run_library(c, in, out, block, t, op);
+  else run_algorithm(*transport_, CollectiveContext{seq}, c, a, in, out, block, t, op, opt_.ring);
+  board_->complete(seq);
+  recorder_.end(seq);
+}
+
+}  // namespace kl::comm

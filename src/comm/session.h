@@ -1,0 +1,62 @@
+// One rank's side of a run under mpirun: MPI started with the termination signals left to the
+// watchdog, the dump folder every rank shares (rank 0 names it), the status board, the flight
+// recorder, and run(), which numbers each collective, applies the injected faults, records it and
+// dispatches it to an own algorithm on the MPI transport or to the MPI library.
+#pragma once
+#include <mpi.h>
+
+#include <memory>
+#include <nlohmann/json.hpp>
+#include <string>
+#include <vector>
+
+#include "comm/algorithms.h"
+#include "comm/board.h"
+#include "comm/collective.h"
+#include "comm/inject.h"
+#include "comm/mpi_transport.h"
+#include "comm/recorder.h"
+#include "comm/watchdog.h"
+
+namespace kl::comm {
+
+struct SessionOptions {
+  double timeout_s = 300;
+  std::string dump_dir;  // empty: a new folder under the temporary directory, removed when the run ends well
+  std::vector<Injection> injections;
+  RingOptions ring;
+  nlohmann::json run;  // the settings, for the dumps
+};
+
+class Session {
+ public:
+  explicit Session(SessionOptions opt);
+  ~Session();  // waits for every rank, dumps the recorder ("finished"), ends MPI
+  Session(const Session&) = delete;
+  Session& operator=(const Session&) = delete;
+
+  int rank() const { return rank_; }
+  int size() const { return size_; }
+  MPI_Comm comm() const { return MPI_COMM_WORLD; }
+  const std::string& dump_dir() const { return dump_dir_; }
+  bool keeps_dumps() const { return !opt_.dump_dir.empty(); }
+  const FlightRecorder& recorder() const { return recorder_; }
+
+  // In place when `in` is where Layout puts it inside `out` (or `out` inside `in`).
+  void run(Collective c, Algo a, const std::byte* in, std::byte* out, std::size_t block, DType t, RedOp op);
+
+ private:
+  std::vector<int> peers(Algo a) const;
+  void run_library(Collective c, const std::byte* in, std::byte* out, std::size_t block, DType t, RedOp op);
+
+  SessionOptions opt_;
+  int rank_ = 0, size_ = 1;
+  uint64_t seq_ = 0;
+  std::string dump_dir_;
+  FlightRecorder recorder_;
+  std::unique_ptr<MpiTransport> transport_;
+  std::unique_ptr<StatusBoard> board_;
+  std::unique_ptr<Watchdog> watchdog_;
+};
+
+}  // namespace kl::comm

@@ -1,0 +1,112 @@
+#include "comm/watchdog.h"
+
+#include <fmt/format.h>
+#include <signal.h>
+#include <unistd.h>
+
+#include <cstdio>
+#include <fstream>
+
+namespace kl::comm {
+
+namespace {
+
+sigset_t termination_signals() {
+  sigset_t s;
+  sigemptyset(&s);
+  sigaddset(&s, SIGTERM);
+  sigaddset(&s, SIGINT);
+  return s;
+}
+
+std::string list_ranks(const std::vector<int>& ranks) {
+  std::string s;
+  for (int r : ranks) s += (s.empty() ? "" : ", ") + std::to_string(r);
+  return s;
+}
+
+}  // namespace
+
+void block_termination_signals() {
+  const sigset_t s = termination_signals();
+  pthread_sigmask(SIG_BLOCK, &s, nullptr);
+}
+
+std::string dump_path(const std::string& dir, int rank) { return fmt::format("{}/rank-{}.json", dir, rank); }
+
+Watchdog::Watchdog(DumpInfo info, const FlightRecorder& recorder, const StatusBoard& board)
+    : info_(std::move(info)), recorder_(recorder), board_(board), thread_([this] { loop(); }) {}
+
+Watchdog::~Watchdog() {
+  stop_ = true;
+  thread_.join();
+}
+
+void Watchdog::loop() {
+  const sigset_t signals = termination_signals();
+  const timespec tick{0, 50'000'000};
+  while (!stop_) {
+    const int sig = sigtimedwait(&signals, nullptr, &tick);
+    if (sig > 0) fail(fmt::format("terminated by {}", sig == SIGTERM ? "SIGTERM (the launcher ends the job)" : "SIGINT"));
+    const std::optional<Record> r = recorder_.in_flight();
+    if (r && info_.timeout_s > 0 && double(wall_us() - r->start_us) > info_.timeout_s * 1e6)
+      fail(fmt::format("timeout: waited more than {:g} s", info_.timeout_s));
+  }
+}
+
+// The ranks that have not entered collective seq, by the board; when every rank entered it, those
+// whose process is gone (a rank that gave up on its own timeout is gone too, so it comes second).
+std::string Watchdog::not_heard_from(uint64_t seq) const {
+  const std::vector<BoardSlot> board = board_.snapshot();
+  std::string behind, gone;
+  for (int r = 0; r < int(board.size()); ++r) {
+    if (r == info_.rank) continue;
+    const BoardSlot& s = board[std::size_t(r)];
+    const bool alive = process_alive(s.pid);
+    const std::string text = fmt::format("rank {} (entered up to seq {}, {})", r, s.entered, alive ? "process alive" : "process gone");
+    if (uint64_t(s.entered) < seq) behind += (behind.empty() ? "" : ", ") + text;
+    else if (!alive) gone += (gone.empty() ? "" : ", ") + text;
+  }
+  return behind.empty() ? gone : behind;
+}
+
+void Watchdog::fail(const std::string& reason) {
+  const std::optional<Record> r = recorder_.in_flight();
+  std::string message;
+  if (r) {
+    const std::string missing = not_heard_from(r->seq);
+    message = fmt::format("rank {}: {} in {} seq {} ({}, {} bytes, peers {}) after {:.1f} s; not heard from: {}", info_.rank,
+                          reason, r->op, r->seq, r->algo, r->bytes, list_ranks(r->peers),
+                          double(wall_us() - r->start_us) / 1e6,
+                          missing.empty() ? "every rank entered; waiting on peers " + list_ranks(r->peers) : missing);
+  } else {
+    const std::vector<Record> all = recorder_.records();
+    const uint64_t last = all.empty() ? 0 : all.back().seq;
+    std::string others;
+    const std::vector<BoardSlot> board = board_.snapshot();
+    for (int q = 0; q < int(board.size()); ++q)
+      if (q != info_.rank) others += fmt::format("{}rank {} entered seq {}", others.empty() ? "" : ", ", q, board[std::size_t(q)].entered);
+    message = fmt::format("rank {}: {} outside any collective, after completing seq {}; {}", info_.rank, reason, last, others);
+  }
+  dump(reason, message);
+  std::fprintf(stderr, "kernelab comm: %s; flight recorder in %s\n", message.c_str(), dump_path(info_.dir, info_.rank).c_str());
+  std::fflush(stderr);
+  _exit(1);  // not exit(): MPI's atexit handlers would block on the ranks we gave up on
+}
+
+void Watchdog::dump(const std::string& reason, const std::string& message) const {
+  nlohmann::json board = nlohmann::json::array();
+  for (const BoardSlot& s : board_.snapshot()) board.push_back({{"pid", s.pid}, {"entered", s.entered}, {"completed", s.completed}});
+  char host[256] = {};
+  gethostname(host, sizeof host - 1);
+  const std::optional<Record> r = recorder_.in_flight();
+  nlohmann::json j = {{"rank", info_.rank}, {"size", info_.size}, {"pid", getpid()}, {"host", host},
+                      {"reason", reason}, {"message", message}, {"timeout_s", info_.timeout_s},
+                      {"dumped_us", wall_us()}, {"in_flight", r ? record_json(*r) : nlohmann::json()},
+                      {"records", recorder_.to_json()}, {"board", board}, {"run", info_.extra}};
+  const std::string path = dump_path(info_.dir, info_.rank), tmp = path + ".tmp";
+  std::ofstream(tmp) << j.dump(1) << "\n";
+  std::rename(tmp.c_str(), path.c_str());
+}
+
+}  // namespace kl::comm

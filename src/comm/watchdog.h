@@ -1,0 +1,48 @@
+// The watchdog: a thread per rank that never calls MPI. It ends the process (exit 1) when the
+// collective in flight has waited longer than the timeout, or when the launcher sends SIGTERM or
+// SIGINT (mpirun does, once another rank has died), after printing who it waits for and dumping
+// the flight recorder to DUMP_DIR/rank-R.json. A blocked MPI call therefore never outlives it.
+#pragma once
+#include <atomic>
+#include <nlohmann/json.hpp>
+#include <string>
+#include <thread>
+
+#include "comm/board.h"
+#include "comm/recorder.h"
+
+namespace kl::comm {
+
+// Blocks SIGTERM and SIGINT in the calling thread and in every thread it starts afterwards (MPI's
+// own): only the watchdog takes them. Call before MPI_Init.
+void block_termination_signals();
+
+struct DumpInfo {
+  int rank = 0, size = 0;
+  std::string dir;
+  double timeout_s = 0;
+  nlohmann::json extra;  // the run's settings (op, algo, injections)
+};
+
+class Watchdog {
+ public:
+  Watchdog(DumpInfo info, const FlightRecorder& recorder, const StatusBoard& board);
+  ~Watchdog();
+  // Writes DUMP_DIR/rank-R.json with the recorder and the board as they are now.
+  void dump(const std::string& reason, const std::string& message) const;
+
+ private:
+  void loop();
+  [[noreturn]] void fail(const std::string& reason);
+  std::string not_heard_from(uint64_t seq) const;
+
+  DumpInfo info_;
+  const FlightRecorder& recorder_;
+  const StatusBoard& board_;
+  std::atomic<bool> stop_{false};
+  std::thread thread_;
+};
+
+std::string dump_path(const std::string& dir, int rank);
+
+}  // namespace kl::comm

@@ -1,0 +1,96 @@
+// `comm bench` prints nccl-tests' columns and closing lines, and its JSON carries the same fields
+// with nccl-tests' bus-bandwidth factors.
+#include <gtest/gtest.h>
+
+#include <nlohmann/json.hpp>
+
+#include "mpi_run.h"
+
+namespace kl::test {
+
+TEST(CommBench, PrintsTheNcclTestsColumnsForEveryAlgorithm) {
+  const MpiResult r = run_mpi("comm bench allreduce --ranks 3 -b 8 -e 4K -f 8 -n 2 -w 1 --timeout 60 --dump-dir '" +
+                              mpi_scratch("bench").string() + "'");
+  ASSERT_EQ(r.code, 0) << r.out << r.err;
+  EXPECT_NE(r.out.find("size         count      type   redop    root     time   algbw   busbw #wrong     time   algbw   busbw #wrong"),
+            std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("out-of-place"), std::string::npos);
+  EXPECT_NE(r.out.find("in-place"), std::string::npos);
+  for (const char* algo : {"# algorithm: ring", "# algorithm: tree", "# algorithm: library"})
+    EXPECT_NE(r.out.find(algo), std::string::npos) << algo;
+  EXPECT_NE(r.out.find("# Avg bus bandwidth    : "), std::string::npos);
+  EXPECT_NE(r.out.find("# Out of bounds values : 0 OK"), std::string::npos);
+  EXPECT_NE(r.out.find("        4096          1024     float     sum      -1"), std::string::npos) << r.out;
+}
+
+TEST(CommBench, JsonHasEverySizeWithNcclTestsBusBandwidthFactors) {
+  struct Case {
+    const char* op;
+    double factor;  // nccl-tests: allreduce 2(n-1)/n, the others (n-1)/n, n = 4
+  };
+  for (const Case& c : {Case{"allreduce", 1.5}, Case{"allgather", 0.75}, Case{"reducescatter", 0.75}, Case{"alltoall", 0.75}}) {
+    const MpiResult r = run_mpi(std::string("comm bench ") + c.op + " --ranks 4 -b 1K -e 64K -f 4 -n 2 -w 1 --dtype bf16 --json --timeout 60 --dump-dir '" +
+                                mpi_scratch("json").string() + "'");
+    ASSERT_EQ(r.code, 0) << c.op << r.out << r.err;
+    const nlohmann::json j = nlohmann::json::parse(r.out);
+    EXPECT_EQ(j["ranks"], 4);
+    EXPECT_EQ(j["dtype"], "bfloat16");
+    EXPECT_EQ(j["wrong"], 0);
+    for (const nlohmann::json& algo : j["algos"]) {
+      ASSERT_EQ(algo["rows"].size(), 4u) << c.op;  // 1K, 4K, 16K, 64K
+      EXPECT_EQ(algo["rows"][3]["size"], 65536) << c.op;
+      for (const nlohmann::json& row : algo["rows"])
+        for (const char* place : {"out_of_place", "in_place"}) {
+          const nlohmann::json& p = row[place];
+          EXPECT_NEAR(p["busbw_gbs"].get<double>(), p["algbw_gbs"].get<double>() * c.factor, 1e-9 + 1e-12 * p["busbw_gbs"].get<double>());
+          EXPECT_NEAR(p["algbw_gbs"].get<double>(), row["size"].get<double>() / p["time_us"].get<double>() / 1e3,
+                      1e-6 * p["algbw_gbs"].get<double>());
+          EXPECT_EQ(p["wrong"], 0);
+        }
+    }
+  }
+}
+
+TEST(CommBench, BadInputIsOneMessageAndExitTwo) {
+  for (const char* args : {"comm bench allreduce --ranks 1", "comm bench broadcast", "comm bench alltoall --algo ring",
+                           "comm bench allreduce --dtype fp8e4m3", "comm bench allreduce -b 1M -e 1K",
+                           "comm bench allreduce --ranks 4 --inject rank=4,hang", "comm bench allreduce --inject rank=1,explode",
+                           "comm bench allreduce --timeout 0", "comm check --counts 0"}) {
+    const MpiResult r = run_mpi(args, 30);
+    EXPECT_EQ(r.code, 2) << args << "\n" << r.out << r.err;
+    EXPECT_NE(r.err.find("kernelab: "), std::string::npos) << args << r.err;
+    EXPECT_EQ(r.err.find("mpirun"), std::string::npos) << args << ": refused before mpirun starts\n" << r.err;
+  }
+}
+
+}  // namespace kl::test
+
+namespace kl::test {
+
+TEST(CommBench, TraceWritesOneChromeTracePerRankThatTraceAnalyzeReadsAsCommunication) {
+  const std::filesystem::path dir = mpi_scratch("trace");
+  const MpiResult r = run_mpi("comm bench allgather --ranks 2 -b 4K -e 16K -f 4 -n 2 -w 1 --timeout 60 --trace '" +
+                              (dir / "traces").string() + "' --dump-dir '" + (dir / "dumps").string() + "'");
+  ASSERT_EQ(r.code, 0) << r.err;
+  for (int rank : {0, 1}) {
+    const nlohmann::json t = nlohmann::json::parse(read_all(dir / "traces" / ("rank-" + std::to_string(rank) + ".trace.json")));
+    // 2 sizes x 2 algorithms x 2 placements x (1 checked + 1 warm-up + 2 timed calls) + the process name
+    EXPECT_EQ(t["traceEvents"].size(), 2u * 2 * 2 * 4 + 1) << rank;
+  }
+  const MpiResult a = run_mpi("trace analyze '" + (dir / "traces" / "rank-1.trace.json").string() + "'", 60);
+  ASSERT_EQ(a.code, 0) << a.err;
+  EXPECT_NE(a.out.find("communication  ncclKernel_allgather_ring"), std::string::npos) << a.out;
+}
+
+TEST(CommOverlap, ReportsExposedCommunicationAndTheOverlapRatio) {
+  const MpiResult r = run_mpi("comm overlap --ranks 2 --bytes 4M --buckets 2 --compute-ms 5 --repeats 1 --json --timeout 60 "
+                              "--dump-dir '" + mpi_scratch("overlap").string() + "'");
+  ASSERT_EQ(r.code, 0) << r.err;
+  const nlohmann::json j = nlohmann::json::parse(r.out);
+  EXPECT_EQ(j["buckets"], 2);
+  for (const char* key : {"compute_s", "allreduce_s", "back_to_back_s", "overlapped_s"}) EXPECT_GT(j[key].get<double>(), 0) << key;
+  EXPECT_NEAR(j["exposed_comm_s"].get<double>(), std::max(0.0, j["overlapped_s"].get<double>() - j["compute_s"].get<double>()), 1e-12);
+  EXPECT_LE(j["overlap_ratio"].get<double>(), 1.0);
+}
+
+}  // namespace kl::test

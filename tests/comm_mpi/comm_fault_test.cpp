@@ -1,0 +1,93 @@
+// Injected faults on rank 2 of 4: a hang or a crash never leaves the others waiting past the
+// timeout plus 5 s, and the messages and `comm doctor` name rank 2 and the collective's sequence
+// number; a delay is reported as a straggler with its lag.
+#include <gtest/gtest.h>
+
+#include <nlohmann/json.hpp>
+
+#include "mpi_run.h"
+
+namespace kl::test {
+
+namespace {
+
+constexpr int kTimeout = 3;
+
+MpiResult faulty_run(const std::string& inject, const std::filesystem::path& dir) {
+  return run_mpi("comm bench allreduce --ranks 4 --algo ring -b 64K -e 64K -n 4 -w 1 --timeout " + std::to_string(kTimeout) +
+                     " --inject " + inject + " --dump-dir '" + dir.string() + "'",
+                 60);
+}
+
+// Every surviving rank left a dump written when it gave up on seq 4, at most timeout + 5 s after
+// it started waiting in it, and its message names rank 2.
+void expect_survivors_gave_up_in_time(const MpiResult& r, const std::filesystem::path& dir) {
+  EXPECT_NE(r.code, 0) << r.out << r.err;
+  for (int rank : {0, 1, 3}) {
+    const std::filesystem::path dump = dir / ("rank-" + std::to_string(rank) + ".json");
+    ASSERT_TRUE(std::filesystem::exists(dump)) << dump << "\n" << r.err;
+    const nlohmann::json j = nlohmann::json::parse(read_all(dump));
+    ASSERT_FALSE(j["in_flight"].is_null()) << rank << j.dump();
+    EXPECT_EQ(j["in_flight"]["seq"], 4) << rank;
+    const double waited_s = double(j["dumped_us"].get<int64_t>() - j["in_flight"]["start_us"].get<int64_t>()) / 1e6;
+    EXPECT_LE(waited_s, kTimeout + 5) << rank;
+    const std::string message = j["message"];
+    EXPECT_NE(message.find("allreduce seq 4"), std::string::npos) << message;
+    EXPECT_NE(message.find("rank 2 (entered up to seq 3"), std::string::npos) << message;
+    EXPECT_NE(r.err.find("kernelab comm: rank " + std::to_string(rank) + ": "), std::string::npos) << r.err;
+  }
+}
+
+}  // namespace
+
+TEST(CommFaults, HangOnRankTwoIsNamedByEverySurvivorAndTheDoctor) {
+  const std::filesystem::path dir = mpi_scratch("hang");
+  const MpiResult r = faulty_run("rank=2,hang,at=4", dir);
+  EXPECT_LT(r.seconds, 30) << r.err;
+  expect_survivors_gave_up_in_time(r, dir);
+  EXPECT_NE(r.err.find("timeout: waited more than 3 s in allreduce seq 4"), std::string::npos) << r.err;
+  const MpiResult d = run_mpi("comm doctor '" + dir.string() + "'", 30);
+  EXPECT_EQ(d.code, 0) << d.err;
+  EXPECT_NE(d.out.find("rank 2 never entered allreduce seq 4 (its last: allreduce seq 3, completed); ranks 0, 1, 3 waited in it"),
+            std::string::npos) << d.out;
+}
+
+TEST(CommFaults, CrashOnRankTwoIsNamedByEverySurvivorAndTheDoctor) {
+  const std::filesystem::path dir = mpi_scratch("crash");
+  const MpiResult r = faulty_run("rank=2,crash,at=4", dir);
+  EXPECT_LT(r.seconds, 30) << r.err;
+  expect_survivors_gave_up_in_time(r, dir);
+  EXPECT_FALSE(std::filesystem::exists(dir / "rank-2.json"));
+  const MpiResult d = run_mpi("comm doctor --json '" + dir.string() + "'", 30);
+  ASSERT_EQ(d.code, 0) << d.err;
+  const nlohmann::json j = nlohmann::json::parse(d.out);
+  EXPECT_EQ(j["behind"], nlohmann::json::array({2}));
+  EXPECT_EQ(j["no_dump"], nlohmann::json::array({2}));
+  EXPECT_EQ(j["front_seq"], 4);
+  EXPECT_EQ(j["ranks"][2]["alive"], false);
+  EXPECT_NE(j["findings"][0].get<std::string>().find("rank 2 never entered allreduce seq 4"), std::string::npos) << d.out;
+}
+
+TEST(CommFaults, DelayOnRankTwoIsReportedAsAStragglerWithItsLag) {
+  const std::filesystem::path dir = mpi_scratch("delay");
+  const MpiResult r = run_mpi("comm bench allreduce --ranks 4 --algo ring -b 64K -e 64K -n 4 -w 1 --timeout 30 --json "
+                              "--inject rank=2,delay_ms=400,at=5 --dump-dir '" + dir.string() + "'", 60);
+  ASSERT_EQ(r.code, 0) << r.err;
+  const nlohmann::json s = nlohmann::json::parse(r.out)["straggler"];
+  EXPECT_EQ(s["rank"], 2);
+  EXPECT_EQ(s["is_straggler"], true);
+  EXPECT_EQ(s["seq"], 5);
+  EXPECT_GE(s["max_lag_ms"].get<double>(), 400 * 0.9);
+  const MpiResult d = run_mpi("comm doctor '" + dir.string() + "'", 30);
+  EXPECT_NE(d.out.find("healthy: all 4 ranks completed"), std::string::npos) << d.out;
+  EXPECT_NE(d.out.find("straggler: rank 2 lag "), std::string::npos) << d.out;
+  EXPECT_NE(d.out.find("at allreduce seq 5"), std::string::npos) << d.out;
+}
+
+TEST(CommFaults, DoctorRefusesAFolderWithoutDumps) {
+  const MpiResult d = run_mpi("comm doctor '" + mpi_scratch("empty").string() + "'", 30);
+  EXPECT_EQ(d.code, 2);
+  EXPECT_NE(d.err.find("no rank-R.json dumps"), std::string::npos) << d.err;
+}
+
+}  // namespace kl::test
