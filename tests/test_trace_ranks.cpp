@@ -77,9 +77,9 @@ TEST(TraceRanks, HostRanksByHand) {
 TEST(TraceRanks, GpuRanksMatchInOrderOnlyWhenTheyOverlap) {
   const fs::path dir = scratch_dir() / "ranks-gpu";
   const std::string nccl = "ncclKernel_AllReduce_RING_LL_Sum_float(ncclDevComm*, unsigned long, ncclWork*)";
-  write_trace(dir, "a.json", {x("kernel", nccl, 0, 100), x("kernel", nccl, 200, 100), x("kernel", nccl, 400, 100),
-                              x("kernel", "ampere_sgemm_128x64_tn", 250, 200), x("cpu_op", "aten::mm", 0, 1000)}, 0);
-  write_trace(dir, "b.json", {x("kernel", nccl, 50, 50), x("kernel", nccl, 420, 80)}, 1);
+  write_trace(dir, "a.json", nlohmann::json::array({x("kernel", nccl, 0, 100), x("kernel", nccl, 200, 100), x("kernel", nccl, 400, 100),
+                              x("kernel", "ampere_sgemm_128x64_tn", 250, 200), x("cpu_op", "aten::mm", 0, 1000)}), 0);
+  write_trace(dir, "b.json", nlohmann::json::array({x("kernel", nccl, 50, 50), x("kernel", nccl, 420, 80)}), 1);
   const trace::RanksReport r = trace::analyze_ranks({trace::load_rank_trace((dir / "a.json").string()),
                                                      trace::load_rank_trace((dir / "b.json").string())});
   EXPECT_EQ(r.matched_by, "order");
@@ -97,8 +97,8 @@ TEST(TraceRanks, GpuRanksMatchInOrderOnlyWhenTheyOverlap) {
 
 TEST(TraceRanks, RefusesTwoTracesOfOneRankAndEmptyFolders) {
   const fs::path dir = scratch_dir() / "ranks-dup";
-  write_trace(dir, "a.json", {x("kernel", "ncclKernel_x", 0, 1)}, 0);
-  write_trace(dir, "b.json", {x("kernel", "ncclKernel_x", 0, 1)}, 0);
+  write_trace(dir, "a.json", nlohmann::json::array({x("kernel", "ncclKernel_x", 0, 1)}), 0);
+  write_trace(dir, "b.json", nlohmann::json::array({x("kernel", "ncclKernel_x", 0, 1)}), 0);
   EXPECT_NE(bad_input_message([&] {
               trace::analyze_ranks({trace::load_rank_trace((dir / "a.json").string()), trace::load_rank_trace((dir / "b.json").string())});
             }).find("two traces are rank 0"),
