@@ -7,6 +7,7 @@
 
 #include "bad_input.h"
 #include "cli_util.h"
+#include "comm/board.h"
 #include "comm/doctor.h"
 #include "comm/inject.h"
 #include "comm/straggler.h"
@@ -29,6 +30,12 @@ TEST(CommInject, ParsesTheThreeKindsAndNamesWhatIsWrong) {
   EXPECT_NE(bad_input_message([] { comm::parse_injection("rank=1,delay_ms=-3", 4); }).find("delay_ms=-3"), std::string::npos);
   EXPECT_NE(bad_input_message([] { comm::parse_injection("rank=1,hang,at=0", 4); }).find("at=0"), std::string::npos);
   EXPECT_NE(bad_input_message([] { comm::parse_injection("rank=1,boom", 4); }).find("unknown part 'boom'"), std::string::npos);
+  const comm::Injection end = comm::parse_injection("rank=1,hang,at=end", 4);
+  EXPECT_EQ(end.point, comm::Injection::Point::end);
+  EXPECT_FALSE(end.at);
+  EXPECT_EQ(comm::injection_text(end), "rank 1 hangs before the end barrier");
+  EXPECT_EQ(comm::parse_injection("rank=0,crash,at=start", 4).point, comm::Injection::Point::start);
+  EXPECT_NE(bad_input_message([] { comm::parse_injection("rank=1,hang,at=middle", 4); }).find("at=middle"), std::string::npos);
 }
 
 namespace {
@@ -73,6 +80,34 @@ TEST(CommDoctor, NamesTheRankThatNeverEnteredFromHandWrittenDumps) {
   EXPECT_FALSE(d.healthy);
   EXPECT_EQ(d.json["behind"], nlohmann::json::array({1}));
   EXPECT_NE(bad_input_message([&] { comm::diagnose((dir / "absent").string(), 20); }).find("not a folder"), std::string::npos);
+  const CliResult cli = run_kernelab("comm doctor '" + dir.string() + "'");
+  EXPECT_EQ(cli.code, 1) << cli.out << cli.err;  // a rank behind: exit 1
+  EXPECT_NE(cli.out.find("rank 1 never entered allreduce seq 7"), std::string::npos) << cli.out;
+}
+
+// Ranks 0 and 2 timed out in the end barrier; rank 1's board slot says it is still running (its
+// dump, written when mpirun ended it, is not in a collective or a barrier).
+TEST(CommDoctor, NamesTheRankThatNeverReachedTheEndBarrier) {
+  const std::filesystem::path dir = scratch_dir() / "doctor-end";
+  std::filesystem::create_directories(dir);
+  std::ofstream board(dir / "board", std::ios::binary);
+  for (int r = 0; r < 3; ++r) {
+    const int64_t slot[4] = {0, 5, 5, int64_t(r == 1 ? comm::Stage::running : comm::Stage::end_barrier)};
+    board.write(reinterpret_cast<const char*>(slot), sizeof slot);
+    nlohmann::json records = nlohmann::json::array();
+    for (uint64_t seq = 1; seq <= 5; ++seq) records.push_back(comm::record_json(rec(seq, int64_t(seq) * 1000)));
+    const nlohmann::json waiting = r == 1 ? nlohmann::json() : nlohmann::json{{"what", "the end barrier"}, {"start_us", 10'000}};
+    std::ofstream(dir / ("rank-" + std::to_string(r) + ".json"))
+        << nlohmann::json{{"rank", r}, {"size", 3}, {"reason", r == 1 ? "terminated by SIGTERM" : "timeout: waited more than 3 s"},
+                          {"in_flight", nullptr}, {"waiting", waiting}, {"records", records}, {"dumped_us", 3'010'000}}.dump();
+  }
+  board.close();
+  const comm::Diagnosis d = comm::diagnose(dir.string(), 20);
+  ASSERT_FALSE(d.findings.empty());
+  EXPECT_EQ(d.findings[0], "rank 1 never reached the end barrier (running; its last: allreduce seq 5, completed); ranks 0, 2 waited in it");
+  EXPECT_EQ(d.findings[1], "rank 0 was waiting in the end barrier for 3.0 s: timeout: waited more than 3 s");
+  EXPECT_FALSE(d.healthy);
+  EXPECT_EQ(d.json["short_of_barrier"], nlohmann::json::array({1}));
 }
 
 }  // namespace kl::test

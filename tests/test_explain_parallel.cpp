@@ -80,6 +80,32 @@ TEST(ExplainParallel, ExpertParallelIsFourAllToAllsOfTopKTokensPerMoeLayer) {
   EXPECT_DOUBLE_EQ(d["link_bytes"].get<double>(), 8 * d["bytes_per_call"].get<double>() * 7 / 8.0);
 }
 
+// Hand computation, h = 1024, L = 4, E = 8 experts, EP 4 inside DP 8, bf16: a layer holds attention 4h² =
+// 4,194,304, a router h·E = 8,192 and 8 experts of 8h² = 8,388,608 each. Dense: 4 x 4,202,496 =
+// 16,809,984 parameters, all-reduced over 8 ranks: 16,809,984 x 2 B x 2·7/8 = 58,834,944 B on the link.
+// Experts: 4 x 8 x 8,388,608 = 268,435,456; this GPU holds 8/4 = 2 per layer, 67,108,864 parameters,
+// 134,217,728 B of gradients, reduced over the 8/4 = 2 ranks holding the same experts: x 2·1/2.
+TEST(ExplainParallel, ExpertWeightsCountAndReduceOverDpOverEpRanks) {
+  model::ParallelConfig c;
+  c.hidden = 1024, c.layers = 4, c.seq = 512, c.dp = 8, c.ep = 4, c.experts = 8, c.top_k = 2;
+  const model::ParallelPlan p = model::explain_parallel(c);
+  EXPECT_DOUBLE_EQ(p.params, 16809984.0 + 268435456.0);
+  EXPECT_DOUBLE_EQ(p.json["expert_params"].get<double>(), 268435456.0);
+  const nlohmann::json& dense = line(p, "DP", "all-reduce", "gradients");
+  EXPECT_EQ(dense["group"], 8);
+  EXPECT_DOUBLE_EQ(dense["bytes_per_call"].get<double>(), 16809984.0 * 2);
+  EXPECT_DOUBLE_EQ(dense["link_bytes"].get<double>(), 58834944.0);
+  const nlohmann::json& experts = line(p, "EDP", "all-reduce", "expert gradients");
+  EXPECT_EQ(experts["group"], 2);
+  EXPECT_DOUBLE_EQ(experts["bytes_per_call"].get<double>(), 134217728.0);
+  EXPECT_DOUBLE_EQ(experts["link_bytes"].get<double>(), 134217728.0);
+  c.ep = 8;  // every rank holds its own experts: nothing to reduce them with
+  for (const nlohmann::json& l : model::explain_parallel(c).json["lines"]) EXPECT_NE(l["parallelism"], "EDP") << l.dump();
+  c.ep = 4, c.zero = 3;  // ZeRO-3: the same 1.5x on the expert shard
+  const model::ParallelPlan z3 = model::explain_parallel(c);
+  EXPECT_DOUBLE_EQ(line(z3, "EDP ZeRO-3", "reduce-scatter", "expert gradients")["link_bytes"].get<double>(), 134217728.0 / 2);
+}
+
 TEST(ExplainParallel, RefusesInconsistentLayouts) {
   model::ParallelConfig c;
   c.layers = 30, c.pp = 4;

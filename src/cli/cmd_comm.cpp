@@ -6,6 +6,7 @@
 
 #include <cmath>
 #include <cstdio>
+#include <filesystem>
 #include <memory>
 
 #include "cli/common.h"
@@ -27,6 +28,7 @@ struct RunFlags {  // what bench and check share
   double timeout_s = 300;
   std::vector<std::string> inject;
   std::string dump_dir;
+  std::string trace_dir;
   std::size_t slice_bytes = std::size_t(4) << 20;
 };
 
@@ -78,10 +80,14 @@ DType parse_comm_dtype(const std::string& s) {
   return comm::check_comm_dtype(*t);
 }
 
-void add_run_flags(CLI::App& cmd, RunFlags& f) {
+void add_run_flags(CLI::App& cmd, RunFlags& f, bool traced) {
+  if (traced)
+    cmd.add_option("--trace", f.trace_dir, "write one Chrome/Perfetto trace per rank to this folder (DIR/rank-R.json; trace analyze reads them)");
   cmd.add_option("--ranks", f.ranks, "MPI processes to start when not under mpirun (default 2)");
   cmd.add_option("--timeout", f.timeout_s, "seconds a collective may wait before the watchdog names who is missing and exits 1");
-  cmd.add_option("--inject", f.inject, "fault: rank=R,delay_ms=T[,at=SEQ] | rank=R,crash[,at=SEQ] | rank=R,hang[,at=SEQ]");
+  cmd.add_option("--inject", f.inject,
+                 "fault: rank=R,delay_ms=T[,at=SEQ] | rank=R,crash[,at=SEQ] | rank=R,hang[,at=SEQ]; at=start or at=end: "
+                 "before the run's start or end barrier");
   cmd.add_option("--dump-dir", f.dump_dir, "folder for the flight-recorder dumps and the status board (default: a new temporary folder)");
   cmd.add_option("--slice-bytes", f.slice_bytes, "bytes per message of the pipelined ring (default 4 MiB)");
 }
@@ -91,6 +97,13 @@ comm::SessionOptions session_options(const RunFlags& f, nlohmann::json run) {
   if (f.ranks < 0 || f.ranks == 1 || f.ranks > 64) bad_input(fmt::format("--ranks {}: from 2 to 64", f.ranks));
   if (!(f.timeout_s > 0)) bad_input(fmt::format("--timeout {}: must be positive seconds", f.timeout_s));
   if (f.slice_bytes < 64) bad_input(fmt::format("--slice-bytes {}: at least 64", f.slice_bytes));
+  if (!f.trace_dir.empty()) {
+    std::error_code ec;
+    std::filesystem::create_directories(f.trace_dir, ec);
+    if (ec) bad_input(fmt::format("--trace {}: cannot create the folder: {}", f.trace_dir, ec.message()));
+    if (!f.dump_dir.empty() && std::filesystem::equivalent(f.trace_dir, f.dump_dir, ec))
+      bad_input(fmt::format("--trace {} is the --dump-dir: both write rank-R.json; give two folders", f.trace_dir));
+  }
   const int world = comm::launcher_world_size();
   if (world && f.ranks && world != f.ranks)
     bad_input(fmt::format("--ranks {} under a launcher that started {} ranks", f.ranks, world));
@@ -98,6 +111,7 @@ comm::SessionOptions session_options(const RunFlags& f, nlohmann::json run) {
   comm::SessionOptions o;
   o.timeout_s = f.timeout_s;
   o.dump_dir = f.dump_dir;
+  o.trace_dir = f.trace_dir;
   o.ring.slice_bytes = f.slice_bytes;
   nlohmann::json injections = nlohmann::json::array();
   for (const std::string& spec : f.inject) {
@@ -129,9 +143,8 @@ void add_comm_bench(CLI::App& comm_cmd) {
   cmd->add_option("-n,--iters", o->iters, "timed calls per size, default 20");
   cmd->add_option("-w,--warmup-iters", o->warmup, "warm-up calls per size, default 5");
   cmd->add_option("--straggler-ms", o->straggler_ms, "lag past which a rank is reported as a straggler, default 20");
-  cmd->add_option("--trace", o->trace_dir, "write one Chrome trace per rank (the collectives) to this folder");
   cmd->add_flag("--json", o->json, "one JSON object: every size per algorithm, as the table");
-  add_run_flags(*cmd, *run);
+  add_run_flags(*cmd, *run, true);
   cmd->callback([=] {
     o->op = parse_op(*op);
     o->algos = parse_algos(o->op, *algo);
@@ -162,7 +175,7 @@ void add_comm_check(CLI::App& comm_cmd) {
   auto transport = std::make_shared<std::string>("mpi");
   cmd->add_option("--transport", *transport, "mpi (host memory, default) or nccl (one GPU per rank, built with CUDA)");
   cmd->add_flag("--json", *json, "one JSON object: every case");
-  add_run_flags(*cmd, *run);
+  add_run_flags(*cmd, *run, false);
   cmd->callback([=] {
     comm::CheckOptions o;
     if (*transport != "mpi" && *transport != "nccl") bad_input(fmt::format("--transport {}: mpi or nccl", *transport));
@@ -198,7 +211,7 @@ void add_comm_overlap(CLI::App& comm_cmd) {
   cmd->add_option("--compute-ms", o->compute_ms, "compute per bucket in ms (default 20)");
   cmd->add_option("--repeats", o->repeats, "measurements, the median reported (default 3)");
   cmd->add_flag("--json", o->json, "one JSON object");
-  add_run_flags(*cmd, *run);
+  add_run_flags(*cmd, *run, true);
   cmd->callback([=] {
     o->bytes = parse_bytes("--bytes", *bytes);
     if (o->buckets < 1 || o->bytes / std::size_t(o->buckets) < sizeof(float))
@@ -211,7 +224,7 @@ void add_comm_overlap(CLI::App& comm_cmd) {
 }
 
 void add_comm_doctor(CLI::App& comm_cmd) {
-  auto* cmd = comm_cmd.add_subcommand("doctor", "who hung, died or lagged, from the ranks' flight-recorder dumps");
+  auto* cmd = comm_cmd.add_subcommand("doctor", "who hung, died or lagged, from the ranks' flight-recorder dumps (exit 1 when a rank is missing, dead or behind)");
   auto dir = std::make_shared<std::string>();
   auto json = std::make_shared<bool>(false);
   auto straggler_ms = std::make_shared<double>(20);
@@ -222,10 +235,12 @@ void add_comm_doctor(CLI::App& comm_cmd) {
     const comm::Diagnosis d = comm::diagnose(*dir, *straggler_ms);
     if (*json) {
       std::printf("%s\n", d.json.dump(1).c_str());
-      return;
+    } else {
+      std::printf("comm doctor: %s\n", dir->c_str());
+      for (const std::string& f : d.findings) std::printf("  %s\n", f.c_str());
     }
-    std::printf("comm doctor: %s\n", dir->c_str());
-    for (const std::string& f : d.findings) std::printf("  %s\n", f.c_str());
+    std::fflush(stdout);
+    if (!d.healthy) throw CLI::RuntimeError(1);  // a missing, dead or behind rank, or mismatched counts
   });
 }
 

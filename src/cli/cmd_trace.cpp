@@ -3,13 +3,16 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <filesystem>
 #include <map>
 #include <cmath>
 
 #include "cli/common.h"
+#include "kernelab/error.h"
 #include "trace/gpu_metrics.h"
 #include "trace/load.h"
 #include "trace/memory.h"
+#include "trace/ranks.h"
 #include "trace/steps.h"
 #include "trace/report_json.h"
 
@@ -235,6 +238,16 @@ void print_memory_diff(const std::vector<DeviceMemory>& a, const std::vector<Dev
   print_table({"device", "peak A", "peak B", "delta", "B's peak under"}, rows);
 }
 
+// Several ranks' traces (trace/ranks.h).
+void analyze_ranks_command(const std::vector<std::string>& args, const std::string& steps, int top, bool json) {
+  if (steps != "all") bad_input(fmt::format("--steps {}: applies to one trace, not to several ranks' traces", steps));
+  std::vector<RankTrace> traces;
+  for (const std::string& f : rank_trace_files(args)) traces.push_back(load_rank_trace(f));
+  const RanksReport r = analyze_ranks(std::move(traces));
+  if (json) fmt::print("{}\n", ranks_json(r).dump(2));
+  else fmt::print("{}", ranks_text(r, top));
+}
+
 struct AnalyzeFlags {
   AnalyzeOptions opt;
   int top = 10;
@@ -259,12 +272,16 @@ void add_trace(CLI::App& app) {
   auto* trace = app.add_subcommand("trace", "PyTorch profiler (Kineto) trace analysis: analyze FILE, diff A B");
   trace->require_subcommand(1);
 
-  auto* analyze_cmd = trace->add_subcommand("analyze", "where the GPU's time went in one trace (.json or .json.gz)");
-  static std::string file;
+  auto* analyze_cmd = trace->add_subcommand(
+      "analyze", "where the GPU's time went in one trace (.json or .json.gz); given several ranks' traces (files or a folder), "
+                 "per-rank communication, exposed communication and the slowest rank of each collective");
+  static std::vector<std::string> files;
   static AnalyzeFlags af;
-  analyze_cmd->add_option("file", file, "trace file")->required();
+  analyze_cmd->add_option("file", files, "trace file; several files or a folder: one trace per rank of a job")->required();
   af.attach(*analyze_cmd);
   analyze_cmd->callback([] {
+    if (files.size() > 1 || std::filesystem::is_directory(files[0])) return analyze_ranks_command(files, af.steps, af.top, af.json);
+    const std::string& file = files[0];
     const StepWindow window = parse_steps(af.steps);
     TraceData t = load_trace_file(file);
     const StepTable table = step_table(t, af.opt);

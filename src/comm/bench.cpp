@@ -4,8 +4,6 @@
 #include <fmt/format.h>
 
 #include <cstdio>
-#include <filesystem>
-#include <fstream>
 #include <map>
 
 #include "comm/bench.h"
@@ -49,14 +47,16 @@ Placement measure(Session& s, const BenchOptions& o, Algo a, std::size_t block, 
   const unsigned long long wrong = check_against_reference(
       reference(o.op, block, o.dtype, o.redop, s.size(), s.rank(), kSeed), out, o.dtype).wrong;
   unsigned long long total = 0;
-  MPI_Allreduce(&wrong, &total, 1, MPI_UNSIGNED_LONG_LONG, MPI_SUM, s.comm());
+  s.guarded("the bench's count of wrong elements (MPI_Allreduce)",
+            [&] { MPI_Allreduce(&wrong, &total, 1, MPI_UNSIGNED_LONG_LONG, MPI_SUM, s.comm()); });
   p.wrong = std::size_t(total);
   for (int i = 0; i < o.warmup; ++i) s.run(o.op, a, in, out, block, o.dtype, o.redop);
-  MPI_Barrier(s.comm());
+  s.guarded("the bench's barrier before timing", [&] { MPI_Barrier(s.comm()); });
   const double t0 = MPI_Wtime();
   for (int i = 0; i < o.iters; ++i) s.run(o.op, a, in, out, block, o.dtype, o.redop);
   double elapsed = MPI_Wtime() - t0, slowest = 0;
-  MPI_Allreduce(&elapsed, &slowest, 1, MPI_DOUBLE, MPI_MAX, s.comm());
+  s.guarded("the bench's slowest-rank time (MPI_Allreduce)",
+            [&] { MPI_Allreduce(&elapsed, &slowest, 1, MPI_DOUBLE, MPI_MAX, s.comm()); });
   const double seconds = slowest / o.iters, bytes = double(l.reported_count() * e);
   p.time_us = seconds * 1e6;
   p.algbw = bytes / seconds / 1e9;
@@ -94,11 +94,14 @@ std::vector<std::vector<Record>> gather_records(Session& s) {
   for (const Record& r : mine) flat.insert(flat.end(), {int64_t(r.seq), r.start_us, r.end_us});
   int count = int(flat.size());
   std::vector<int> counts(static_cast<std::size_t>(s.size())), offsets(static_cast<std::size_t>(s.size()));
-  MPI_Gather(&count, 1, MPI_INT, counts.data(), 1, MPI_INT, 0, s.comm());
+  s.guarded("the gathering of the flight recorders (MPI_Gather)",
+            [&] { MPI_Gather(&count, 1, MPI_INT, counts.data(), 1, MPI_INT, 0, s.comm()); });
   int total = 0;
   for (int r = 0; r < s.size(); ++r) offsets[std::size_t(r)] = total, total += counts[std::size_t(r)];
   std::vector<int64_t> all(std::size_t(std::max(total, 1)));
-  MPI_Gatherv(flat.data(), count, MPI_INT64_T, all.data(), counts.data(), offsets.data(), MPI_INT64_T, 0, s.comm());
+  s.guarded("the gathering of the flight recorders (MPI_Gatherv)", [&] {
+    MPI_Gatherv(flat.data(), count, MPI_INT64_T, all.data(), counts.data(), offsets.data(), MPI_INT64_T, 0, s.comm());
+  });
   std::vector<std::vector<Record>> per_rank(std::size_t(s.size()));
   if (s.rank() != 0) return per_rank;
   std::map<uint64_t, const Record*> by_seq;
@@ -112,20 +115,6 @@ std::vector<std::vector<Record>> gather_records(Session& s) {
       per_rank[std::size_t(r)].push_back(rec);
     }
   return per_rank;
-}
-
-void write_trace(const Session& s, const std::string& dir) {
-  std::filesystem::create_directories(dir);
-  nlohmann::json events = nlohmann::json::array();
-  events.push_back({{"ph", "M"}, {"name", "process_name"}, {"pid", s.rank()}, {"args", {{"name", fmt::format("rank {}", s.rank())}}}});
-  for (const Record& r : s.recorder().records()) {
-    if (r.end_us == 0) continue;
-    // Named as NCCL's kernels are (nccl...Kernel...): `trace analyze` types them as communication by HTA's rule.
-    events.push_back({{"ph", "X"}, {"cat", "kernel"}, {"name", fmt::format("ncclKernel_{}_{}", r.op, r.algo)}, {"pid", s.rank()},
-                      {"tid", 0}, {"ts", r.start_us}, {"dur", r.end_us - r.start_us},
-                      {"args", {{"device", 0}, {"stream", 1}, {"seq", r.seq}, {"bytes", r.bytes}, {"peers", r.peers}}}});
-  }
-  std::ofstream(fmt::format("{}/rank-{}.trace.json", dir, s.rank())) << nlohmann::json{{"traceEvents", events}}.dump() << "\n";
 }
 
 }  // namespace
@@ -172,7 +161,6 @@ int run_bench(Session& s, const BenchOptions& o) {
     algos_json.push_back({{"algo", algo_name(a)}, {"rows", rows}, {"avg_busbw_gbs", avg}});
   }
   const StragglerReport st = find_straggler(gather_records(s));
-  if (!o.trace_dir.empty()) write_trace(s, o.trace_dir);
   if (root && !o.json) {
     std::printf("# Out of bounds values : %zu %s\n", wrong, wrong ? "FAILED" : "OK");
     std::printf("# %s\n", straggler_text(st, o.straggler_ms).c_str());

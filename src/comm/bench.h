@@ -21,7 +21,6 @@ struct BenchOptions {
   int warmup = 5, iters = 20;
   bool json = false;
   double straggler_ms = 20;
-  std::string trace_dir;  // one Chrome trace per rank when not empty
 };
 
 // nccl-tests' table per algorithm (out-of-place and in-place: time, algbw, busbw, #wrong) and the

@@ -16,7 +16,7 @@ namespace kl::comm {
 
 namespace {
 
-constexpr int kFields = 3;
+constexpr int kFields = 4;
 
 int64_t load(const int64_t& v) { return std::atomic_ref<int64_t>(const_cast<int64_t&>(v)).load(std::memory_order_acquire); }
 void store(int64_t& v, int64_t x) { std::atomic_ref<int64_t>(v).store(x, std::memory_order_release); }
@@ -24,6 +24,17 @@ void store(int64_t& v, int64_t x) { std::atomic_ref<int64_t>(v).store(x, std::me
 }  // namespace
 
 std::string board_path(const std::string& dir) { return dir + "/board"; }
+
+const char* stage_name(Stage s) {
+  switch (s) {
+    case Stage::setup: return "setting up";
+    case Stage::start_barrier: return "in the start barrier";
+    case Stage::running: return "running";
+    case Stage::end_barrier: return "in the end barrier";
+    case Stage::finished: return "finished";
+  }
+  return "?";
+}
 
 StatusBoard::StatusBoard(const std::string& dir, int rank, int size) : rank_(rank), size_(size) {
   const std::string path = board_path(dir);
@@ -37,17 +48,20 @@ StatusBoard::StatusBoard(const std::string& dir, int rank, int size) : rank_(ran
   store(slots_[rank * kFields], getpid());
   store(slots_[rank * kFields + 1], 0);
   store(slots_[rank * kFields + 2], 0);
+  store(slots_[rank * kFields + 3], int64_t(Stage::setup));
 }
 
 StatusBoard::~StatusBoard() { munmap(slots_, std::size_t(size_) * kFields * sizeof(int64_t)); }
 
 void StatusBoard::enter(uint64_t seq) { store(slots_[rank_ * kFields + 1], int64_t(seq)); }
 void StatusBoard::complete(uint64_t seq) { store(slots_[rank_ * kFields + 2], int64_t(seq)); }
+void StatusBoard::set_stage(Stage s) { store(slots_[rank_ * kFields + 3], int64_t(s)); }
 
 std::vector<BoardSlot> StatusBoard::snapshot() const {
   std::vector<BoardSlot> out(static_cast<std::size_t>(size_));
   for (int r = 0; r < size_; ++r)
-    out[std::size_t(r)] = {load(slots_[r * kFields]), load(slots_[r * kFields + 1]), load(slots_[r * kFields + 2])};
+    out[std::size_t(r)] = {load(slots_[r * kFields]), load(slots_[r * kFields + 1]), load(slots_[r * kFields + 2]),
+                           Stage(load(slots_[r * kFields + 3]))};
   return out;
 }
 
@@ -55,7 +69,7 @@ std::vector<BoardSlot> read_board(const std::string& dir) {
   std::ifstream f(board_path(dir), std::ios::binary);
   std::vector<BoardSlot> out;
   int64_t v[kFields];
-  while (f.read(reinterpret_cast<char*>(v), sizeof v)) out.push_back({v[0], v[1], v[2]});
+  while (f.read(reinterpret_cast<char*>(v), sizeof v)) out.push_back({v[0], v[1], v[2], Stage(v[3])});
   return out;
 }
 

@@ -23,6 +23,7 @@ struct RankState {
   std::vector<Record> records;
   std::optional<Record> in_flight;
   int64_t entered = 0, completed = 0;
+  Stage stage = Stage::setup;
   bool alive = false, on_board = false;
 };
 
@@ -58,7 +59,7 @@ Diagnosis diagnose(const std::string& dir, double straggler_ms) {
     RankState& s = ranks[std::size_t(r)];
     if (r < int(board.size())) {
       const BoardSlot& b = board[std::size_t(r)];
-      s.on_board = true, s.entered = b.entered, s.completed = b.completed, s.alive = process_alive(b.pid);
+      s.on_board = true, s.entered = b.entered, s.completed = b.completed, s.stage = b.stage, s.alive = process_alive(b.pid);
     }
     if (auto it = dumps.find(r); it != dumps.end()) {
       s.dump = it->second;
@@ -78,12 +79,27 @@ Diagnosis diagnose(const std::string& dir, double straggler_ms) {
       if (int64_t(rec.seq) == front) front_op = rec.op;
 
   Diagnosis d;
-  std::vector<int> behind, waiting, no_dump;
+  std::vector<int> behind, waiting, no_dump, short_of_barrier, in_barrier, not_finished;
+  Stage front_stage = Stage::setup;
+  for (const RankState& s : ranks) front_stage = std::max(front_stage, s.stage);
+  const bool at_barrier = front_stage == Stage::start_barrier || front_stage == Stage::end_barrier;
   for (int r = 0; r < size; ++r) {
     const RankState& s = ranks[std::size_t(r)];
     if (s.entered < front) behind.push_back(r);
     else if (s.in_flight) waiting.push_back(r);
+    if (at_barrier && s.on_board && s.stage < front_stage) short_of_barrier.push_back(r);
+    if (s.dump && !s.dump->value("waiting", nlohmann::json()).is_null()) in_barrier.push_back(r);
     if (!s.dump) no_dump.push_back(r);
+    else if (s.dump->at("reason") != "finished") not_finished.push_back(r);
+  }
+  const std::string barrier = front_stage == Stage::start_barrier ? "the start barrier" : "the end barrier";
+  for (int r : short_of_barrier) {
+    const RankState& s = ranks[std::size_t(r)];
+    const std::string last = s.records.empty() ? fmt::format("entered up to seq {}", s.entered)
+                                               : fmt::format("its last: {} seq {}, {}", s.records.back().op, s.records.back().seq,
+                                                             s.records.back().end_us ? "completed" : "never completed");
+    d.findings.push_back(fmt::format("rank {} never reached {} ({}; {}){}", r, barrier, stage_name(s.stage), last,
+                                     in_barrier.empty() ? "" : fmt::format("; ranks {} waited in it", join(in_barrier))));
   }
   for (int r : behind) {
     const RankState& s = ranks[std::size_t(r)];
@@ -113,6 +129,12 @@ Diagnosis diagnose(const std::string& dir, double straggler_ms) {
                                      s.dump ? double(s.dump->at("dumped_us").get<int64_t>() - s.in_flight->start_us) / 1e6 : 0.0,
                                      why));
   }
+  for (int r : in_barrier) {
+    const nlohmann::json& w = ranks[std::size_t(r)].dump->at("waiting");
+    d.findings.push_back(fmt::format("rank {} was waiting in {} for {:.1f} s: {}", r, w.at("what").get<std::string>(),
+                                     double(ranks[std::size_t(r)].dump->at("dumped_us").get<int64_t>() - w.at("start_us").get<int64_t>()) / 1e6,
+                                     ranks[std::size_t(r)].dump->at("reason").get<std::string>()));
+  }
   std::map<int64_t, std::vector<int>> by_count;
   for (int r = 0; r < size; ++r) by_count[ranks[std::size_t(r)].completed].push_back(r);
   if (by_count.size() > 1) {
@@ -123,7 +145,11 @@ Diagnosis diagnose(const std::string& dir, double straggler_ms) {
   std::vector<std::vector<Record>> per_rank;
   for (const RankState& s : ranks) per_rank.push_back(s.records);
   const StragglerReport st = find_straggler(per_rank);
-  d.healthy = behind.empty() && no_dump.empty() && waiting.empty() && by_count.size() == 1;
+  d.healthy = behind.empty() && no_dump.empty() && waiting.empty() && by_count.size() == 1 && short_of_barrier.empty() &&
+              in_barrier.empty() && not_finished.empty();
+  if (!d.healthy && d.findings.empty())  // every rank kept pace, yet one did not finish (killed between collectives)
+    for (int r : not_finished)
+      d.findings.push_back(fmt::format("rank {} did not finish: {}", r, ranks[std::size_t(r)].dump->at("message").get<std::string>()));
   if (d.healthy) d.findings.push_back(fmt::format("healthy: all {} ranks completed {} collectives", size, front));
   d.findings.push_back(straggler_text(st, straggler_ms));
 
@@ -131,11 +157,12 @@ Diagnosis diagnose(const std::string& dir, double straggler_ms) {
   for (int r = 0; r < size; ++r) {
     const RankState& s = ranks[std::size_t(r)];
     rank_rows.push_back({{"rank", r}, {"dump", bool(s.dump)}, {"reason", s.dump ? s.dump->at("reason") : nlohmann::json()},
-                         {"entered", s.entered}, {"completed", s.completed}, {"alive", s.alive},
+                         {"entered", s.entered}, {"completed", s.completed}, {"alive", s.alive}, {"stage", stage_name(s.stage)},
                          {"in_flight", s.in_flight ? record_json(*s.in_flight) : nlohmann::json()}});
   }
   d.json = {{"dir", dir}, {"size", size}, {"front_seq", front}, {"behind", behind}, {"no_dump", no_dump},
-            {"waiting", waiting}, {"healthy", d.healthy}, {"ranks", rank_rows},
+            {"waiting", waiting}, {"short_of_barrier", short_of_barrier}, {"in_barrier", in_barrier},
+            {"healthy", d.healthy}, {"ranks", rank_rows},
             {"straggler", straggler_json(st, straggler_ms)}, {"findings", d.findings}};
   return d;
 }

@@ -39,31 +39,35 @@ Injection parse_injection(const std::string& spec, int ranks) {
       have_rank = true;
     } else if (key == "delay_ms" && eq != std::string::npos) {
       inj.kind = Injection::Kind::delay, inj.delay_ms = parse_int(spec, key, value), have_kind = true;
+    } else if (key == "at" && (value == "start" || value == "end")) {
+      inj.point = value == "start" ? Injection::Point::start : Injection::Point::end;
     } else if (key == "at" && eq != std::string::npos) {
       inj.at = uint64_t(parse_int(spec, key, value));
       if (*inj.at == 0) bad_input(fmt::format("--inject {}: at=0: sequence numbers start at 1", spec));
     } else if (part == "crash" || part == "hang") {
       inj.kind = part == "crash" ? Injection::Kind::crash : Injection::Kind::hang, have_kind = true;
     } else {
-      bad_input(fmt::format("--inject {}: unknown part '{}' (rank=R, delay_ms=T, at=SEQ, crash, hang)", spec, part));
+      bad_input(fmt::format("--inject {}: unknown part '{}' (rank=R, delay_ms=T, at=SEQ|start|end, crash, hang)", spec, part));
     }
   }
   if (!have_rank) bad_input(fmt::format("--inject {}: rank=R is missing", spec));
   if (!have_kind) bad_input(fmt::format("--inject {}: say delay_ms=T, crash or hang", spec));
   if (inj.rank >= ranks) bad_input(fmt::format("--inject {}: rank {} is not below --ranks {}", spec, inj.rank, ranks));
-  if (inj.kind != Injection::Kind::delay && !inj.at) inj.at = 1;
+  if (inj.kind != Injection::Kind::delay && !inj.at && inj.point == Injection::Point::collective) inj.at = 1;
   return inj;
 }
 
 std::string injection_text(const Injection& inj) {
-  const std::string at = inj.at ? fmt::format(" before seq {}", *inj.at) : " before every collective";
+  const std::string at = inj.point == Injection::Point::start ? " before the start barrier"
+                         : inj.point == Injection::Point::end ? " before the end barrier"
+                         : inj.at ? fmt::format(" before seq {}", *inj.at) : " before every collective";
   if (inj.kind == Injection::Kind::delay) return fmt::format("rank {} delayed {} ms{}", inj.rank, inj.delay_ms, at);
   return fmt::format("rank {} {}{}", inj.rank, inj.kind == Injection::Kind::crash ? "crashes" : "hangs", at);
 }
 
-void apply_injections(const std::vector<Injection>& injections, int rank, uint64_t seq) {
+void apply_injections(const std::vector<Injection>& injections, int rank, Injection::Point point, uint64_t seq) {
   for (const Injection& inj : injections) {
-    if (inj.rank != rank || (inj.at && *inj.at != seq)) continue;
+    if (inj.rank != rank || inj.point != point || (inj.at && *inj.at != seq)) continue;
     if (inj.kind == Injection::Kind::delay) std::this_thread::sleep_for(std::chrono::milliseconds(inj.delay_ms));
     if (inj.kind == Injection::Kind::crash) raise(SIGKILL);
     if (inj.kind == Injection::Kind::hang)

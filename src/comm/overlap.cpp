@@ -23,7 +23,7 @@ struct Timings {
 
 double slowest(Session& s, double t) {
   double all = 0;
-  MPI_Allreduce(&t, &all, 1, MPI_DOUBLE, MPI_MAX, s.comm());
+  s.guarded("comm overlap's slowest-rank time (MPI_Allreduce)", [&] { MPI_Allreduce(&t, &all, 1, MPI_DOUBLE, MPI_MAX, s.comm()); });
   return all;
 }
 
@@ -39,55 +39,88 @@ int run_overlap(Session& s, const OverlapOptions& o) {
   const std::size_t bucket = o.bytes / std::size_t(o.buckets) / sizeof(float);
   std::vector<std::vector<float>> grads(std::size_t(o.buckets), std::vector<float>(bucket, 1.0f));
   float sink = 0;
-
-  auto run_compute = [&](std::vector<MPI_Request>* pending) {
-    for (int k = 0; k < kSlices; ++k) {
-      sink += compute(work, passes_per_slice);
-      if (pending && !pending->empty()) {
-        int done = 0;
-        MPI_Testall(int(pending->size()), pending->data(), &done, MPI_STATUSES_IGNORE);
-      }
+  TraceLog* trace = s.trace();
+  std::string phase;  // of the timed body running, for the trace
+  int rep = 0;
+  uint64_t seq = 0;  // the trace's numbering of these all-reduces (they bypass Session::run)
+  struct Pending {
+    MPI_Request request = MPI_REQUEST_NULL;
+    Record record;
+    bool done = false;
+  };
+  std::vector<int> peers;
+  for (int q = 0; q < s.size(); ++q)
+    if (q != s.rank()) peers.push_back(q);
+  // A finished all-reduce: its span, from its start to the progress call that saw it complete.
+  auto finish = [&](Pending& p, int tid) {
+    p.done = true;
+    p.record.end_us = wall_us();
+    if (trace) trace->collective(p.record, tid);
+  };
+  auto progress = [&](std::vector<Pending>& pending) {
+    for (std::size_t i = 0; i < pending.size(); ++i) {
+      if (pending[i].done) continue;
+      int flag = 0;
+      MPI_Test(&pending[i].request, &flag, MPI_STATUS_IGNORE);
+      if (flag) finish(pending[i], 1 + int(i));
     }
   };
-  auto start_allreduce = [&](int b, MPI_Request* r) {
-    MPI_Iallreduce(MPI_IN_PLACE, grads[std::size_t(b)].data(), int(bucket), MPI_FLOAT, MPI_SUM, s.comm(), r);
+  auto run_compute = [&](int b, std::vector<Pending>* pending) {
+    const int64_t t0 = wall_us();
+    for (int k = 0; k < kSlices; ++k) {
+      sink += compute(work, passes_per_slice);
+      if (pending) progress(*pending);
+    }
+    if (trace) trace->compute(t0, wall_us(), {{"phase", phase}, {"repeat", rep}, {"bucket", b}});
   };
-  auto timed = [&](auto&& body) {
-    MPI_Barrier(s.comm());
+  auto start_allreduce = [&](int b) {
+    Pending p;
+    p.record = {"allreduce", "library (MPI_Iallreduce)", ++seq, bucket * sizeof(float), peers, wall_us(), 0};
+    MPI_Iallreduce(MPI_IN_PLACE, grads[std::size_t(b)].data(), int(bucket), MPI_FLOAT, MPI_SUM, s.comm(), &p.request);
+    return p;
+  };
+  auto wait_all = [&](std::vector<Pending>& pending) {
+    s.guarded("comm overlap's all-reduces (MPI_Wait)", [&] {
+      for (std::size_t i = 0; i < pending.size(); ++i)
+        if (!pending[i].done) {
+          MPI_Wait(&pending[i].request, MPI_STATUS_IGNORE);
+          finish(pending[i], 1 + int(i));
+        }
+    });
+  };
+  auto timed = [&](const char* name, auto&& body) {
+    phase = name;
+    s.guarded("comm overlap's barrier", [&] { MPI_Barrier(s.comm()); });
     const double t0 = MPI_Wtime();
     body();
     return slowest(s, MPI_Wtime() - t0);
   };
 
   std::vector<Timings> runs;
-  for (int rep = 0; rep < o.repeats + 1; ++rep) {  // the first is warm-up
+  for (rep = 0; rep < o.repeats + 1; ++rep) {  // the first is warm-up
     Timings t;
-    t.compute = timed([&] {
-      for (int b = 0; b < o.buckets; ++b) run_compute(nullptr);
+    t.compute = timed("compute alone", [&] {
+      for (int b = 0; b < o.buckets; ++b) run_compute(b, nullptr);
     });
-    t.comm = timed([&] {
+    auto all_reduces = [&] {
       for (int b = 0; b < o.buckets; ++b) {
-        MPI_Request r;
-        start_allreduce(b, &r);
-        MPI_Wait(&r, MPI_STATUS_IGNORE);
+        std::vector<Pending> one{start_allreduce(b)};
+        wait_all(one);
       }
+    };
+    t.comm = timed("all-reduces alone", all_reduces);
+    t.back_to_back = timed("back to back", [&] {
+      for (int b = 0; b < o.buckets; ++b) run_compute(b, nullptr);
+      all_reduces();
     });
-    t.back_to_back = timed([&] {
-      for (int b = 0; b < o.buckets; ++b) run_compute(nullptr);
+    t.overlapped = timed("overlapped", [&] {
+      std::vector<Pending> pending;
+      pending.reserve(std::size_t(o.buckets));
       for (int b = 0; b < o.buckets; ++b) {
-        MPI_Request r;
-        start_allreduce(b, &r);
-        MPI_Wait(&r, MPI_STATUS_IGNORE);
+        run_compute(b, &pending);  // bucket b's gradients are ready after its compute
+        pending.push_back(start_allreduce(b));
       }
-    });
-    t.overlapped = timed([&] {
-      std::vector<MPI_Request> pending;
-      for (int b = 0; b < o.buckets; ++b) {
-        run_compute(&pending);  // bucket b's gradients are ready after its compute
-        pending.push_back(MPI_REQUEST_NULL);
-        start_allreduce(b, &pending.back());
-      }
-      MPI_Waitall(int(pending.size()), pending.data(), MPI_STATUSES_IGNORE);
+      wait_all(pending);
     });
     if (rep > 0) runs.push_back(t);
   }

@@ -1,7 +1,7 @@
 // `comm overlap`: a bucketed gradient all-reduce overlapped with a compute loop, as data-parallel
 // training does it (a bucket's all-reduce starts as soon as the backward has produced it). Compute
 // runs in slices between which the rank drives the outstanding non-blocking all-reduces
-// (MPI_Iallreduce + MPI_Testall: OpenMPI has no progress thread). Reported: compute alone, the
+// (MPI_Iallreduce + MPI_Test: OpenMPI has no progress thread). Reported: compute alone, the
 // all-reduces alone, back to back and overlapped; exposed communication = overlapped - compute;
 // overlap ratio = 1 - exposed / all-reduces alone. On CPU ranks the copies and additions take the
 // same cores as the compute: the ratio says how much of that a core can hide, not a GPU's DMA.

@@ -21,11 +21,14 @@ void FlightRecorder::begin(Record r) {
   }
 }
 
-void FlightRecorder::end(uint64_t seq) {
+std::optional<Record> FlightRecorder::end(uint64_t seq) {
   const int64_t now = wall_us();
   std::lock_guard lock(mutex_);
+  if (ring_.empty()) return std::nullopt;
   const std::size_t last = ring_.size() < capacity_ ? ring_.size() - 1 : (next_ + capacity_ - 1) % capacity_;
-  if (!ring_.empty() && ring_[last].seq == seq) ring_[last].end_us = now;
+  if (ring_[last].seq != seq) return std::nullopt;
+  ring_[last].end_us = now;
+  return ring_[last];
 }
 
 std::optional<Record> FlightRecorder::in_flight() const {

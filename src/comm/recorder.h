@@ -26,7 +26,7 @@ class FlightRecorder {
  public:
   explicit FlightRecorder(std::size_t capacity = 1024) : capacity_(capacity) {}
   void begin(Record r);  // r.start_us is set here
-  void end(uint64_t seq);
+  std::optional<Record> end(uint64_t seq);  // the completed record; none when seq is not the last begun
   std::optional<Record> in_flight() const;
   std::vector<Record> records() const;  // oldest first
   nlohmann::json to_json() const;

@@ -4,6 +4,7 @@
 #include <stdlib.h>
 
 #include <bit>
+#include <cstdio>
 #include <cstring>
 #include <filesystem>
 
@@ -43,25 +44,42 @@ Session::Session(SessionOptions opt) : opt_(std::move(opt)) {
   MPI_Init_thread(nullptr, nullptr, MPI_THREAD_FUNNELED, &provided);
   MPI_Comm_rank(MPI_COMM_WORLD, &rank_);
   MPI_Comm_size(MPI_COMM_WORLD, &size_);
+  // The broadcast of the folder's name orders rank 0's clean-up of an old board before any rank maps the new one.
   dump_dir_ = shared_dump_dir(opt_.dump_dir, rank_);
-  MPI_Barrier(MPI_COMM_WORLD);  // the old board is gone before anyone maps the new one
   transport_ = std::make_unique<MpiTransport>(MPI_COMM_WORLD);
   board_ = std::make_unique<StatusBoard>(dump_dir_, rank_, size_);
-  MPI_Barrier(MPI_COMM_WORLD);
   watchdog_ = std::make_unique<Watchdog>(DumpInfo{rank_, size_, dump_dir_, opt_.timeout_s, opt_.run}, recorder_, *board_);
+  barrier(Injection::Point::start, Stage::start_barrier, Stage::running, "the start barrier");
 }
 
 Session::~Session() {
-  MPI_Barrier(MPI_COMM_WORLD);
+  try {
+    if (!opt_.trace_dir.empty()) trace_.write(opt_.trace_dir, rank_, size_);
+  } catch (const std::exception& e) {  // a destructor must not throw; the folder was checked before mpirun started
+    std::fprintf(stderr, "kernelab comm: rank %d: %s\n", rank_, e.what());
+  }
+  barrier(Injection::Point::end, Stage::end_barrier, Stage::finished, "the end barrier");
   watchdog_->dump("finished", "");
-  watchdog_.reset();
-  board_.reset();
   if (opt_.dump_dir.empty()) {  // a temporary folder of a run that ended well: nothing to keep
-    MPI_Barrier(MPI_COMM_WORLD);
+    guarded("the clean-up barrier", [] { MPI_Barrier(MPI_COMM_WORLD); });
     std::error_code ec;
     if (rank_ == 0) std::filesystem::remove_all(dump_dir_, ec);
   }
+  watchdog_.reset();
+  board_.reset();
   MPI_Finalize();
+}
+
+void Session::barrier(Injection::Point point, Stage in, Stage after, const std::string& what) {
+  apply_injections(opt_.injections, rank_, point);
+  board_->set_stage(in);
+  guarded(what, [] { MPI_Barrier(MPI_COMM_WORLD); });
+  board_->set_stage(after);
+}
+
+void Session::guarded(const std::string& what, const std::function<void()>& wait) {
+  Watchdog::Guard g(*watchdog_, what);
+  wait();
 }
 
 std::vector<int> Session::peers(Algo a) const {
@@ -107,7 +125,7 @@ void Session::run_library(Collective c, const std::byte* in, std::byte* out, std
 
 void Session::run(Collective c, Algo a, const std::byte* in, std::byte* out, std::size_t block, DType t, RedOp op) {
   const uint64_t seq = ++seq_;
-  apply_injections(opt_.injections, rank_, seq);
+  apply_injections(opt_.injections, rank_, Injection::Point::collective, seq);
   const Layout l = layout(c, block, size_, rank_);
   const std::size_t e = dtype_size(t);
   recorder_.begin({std::string(collective_name(c)), std::string(algo_name(a)), seq, l.reported_count() * e, peers(a), 0, 0});
@@ -115,7 +133,8 @@ void Session::run(Collective c, Algo a, const std::byte* in, std::byte* out, std
   if (a == Algo::library) run_library(c, in, out, block, t, op);
   else run_algorithm(*transport_, CollectiveContext{seq}, c, a, in, out, block, t, op, opt_.ring);
   board_->complete(seq);
-  recorder_.end(seq);
+  const std::optional<Record> done = recorder_.end(seq);
+  if (done && !opt_.trace_dir.empty()) trace_.collective(*done);
 }
 
 }  // namespace kl::comm

@@ -5,6 +5,7 @@
 #pragma once
 #include <mpi.h>
 
+#include <functional>
 #include <memory>
 #include <nlohmann/json.hpp>
 #include <string>
@@ -16,6 +17,7 @@
 #include "comm/inject.h"
 #include "comm/mpi_transport.h"
 #include "comm/recorder.h"
+#include "comm/trace_log.h"
 #include "comm/watchdog.h"
 
 namespace kl::comm {
@@ -23,6 +25,7 @@ namespace kl::comm {
 struct SessionOptions {
   double timeout_s = 300;
   std::string dump_dir;  // empty: a new folder under the temporary directory, removed when the run ends well
+  std::string trace_dir;  // not empty: each rank writes its trace there at the end (trace_log.h)
   std::vector<Injection> injections;
   RingOptions ring;
   nlohmann::json run;  // the settings, for the dumps
@@ -31,7 +34,7 @@ struct SessionOptions {
 class Session {
  public:
   explicit Session(SessionOptions opt);
-  ~Session();  // waits for every rank, dumps the recorder ("finished"), ends MPI
+  ~Session();  // waits for every rank (the end barrier), dumps the recorder ("finished"), ends MPI
   Session(const Session&) = delete;
   Session& operator=(const Session&) = delete;
 
@@ -41,11 +44,16 @@ class Session {
   const std::string& dump_dir() const { return dump_dir_; }
   bool keeps_dumps() const { return !opt_.dump_dir.empty(); }
   const FlightRecorder& recorder() const { return recorder_; }
+  TraceLog* trace() { return opt_.trace_dir.empty() ? nullptr : &trace_; }  // null when not tracing
 
   // In place when `in` is where Layout puts it inside `out` (or `out` inside `in`).
   void run(Collective c, Algo a, const std::byte* in, std::byte* out, std::size_t block, DType t, RedOp op);
+  // An MPI call outside the collectives (the bench's own reductions), under the watchdog as `what`.
+  void guarded(const std::string& what, const std::function<void()>& wait);
 
  private:
+  // The run's start or end barrier: the injections aimed at it, the board's stage in and after it, under the watchdog.
+  void barrier(Injection::Point point, Stage in, Stage after, const std::string& what);
   std::vector<int> peers(Algo a) const;
   void run_library(Collective c, const std::byte* in, std::byte* out, std::size_t block, DType t, RedOp op);
 
@@ -54,6 +62,7 @@ class Session {
   uint64_t seq_ = 0;
   std::string dump_dir_;
   FlightRecorder recorder_;
+  TraceLog trace_;
   std::unique_ptr<MpiTransport> transport_;
   std::unique_ptr<StatusBoard> board_;
   std::unique_ptr<Watchdog> watchdog_;

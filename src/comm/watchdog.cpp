@@ -49,9 +49,44 @@ void Watchdog::loop() {
     const int sig = sigtimedwait(&signals, nullptr, &tick);
     if (sig > 0) fail(fmt::format("terminated by {}", sig == SIGTERM ? "SIGTERM (the launcher ends the job)" : "SIGINT"));
     const std::optional<Record> r = recorder_.in_flight();
-    if (r && info_.timeout_s > 0 && double(wall_us() - r->start_us) > info_.timeout_s * 1e6)
+    const std::optional<Wait> w = waiting();
+    const int64_t since = r ? r->start_us : w ? w->start_us : 0;
+    if ((r || w) && info_.timeout_s > 0 && double(wall_us() - since) > info_.timeout_s * 1e6)
       fail(fmt::format("timeout: waited more than {:g} s", info_.timeout_s));
   }
+}
+
+Watchdog::Guard::Guard(Watchdog& w, std::string what) : w_(w) {
+  std::lock_guard lock(w_.wait_mutex_);
+  w_.wait_ = Wait{std::move(what), wall_us()};
+}
+
+Watchdog::Guard::~Guard() {
+  std::lock_guard lock(w_.wait_mutex_);
+  w_.wait_.reset();
+}
+
+std::optional<Watchdog::Wait> Watchdog::waiting() const {
+  std::lock_guard lock(wait_mutex_);
+  return wait_;
+}
+
+// In a wait outside the collectives: the ranks the board shows behind this one (an earlier stage,
+// or the same stage and an earlier collective), else those whose process is gone.
+std::string Watchdog::behind_me() const {
+  const std::vector<BoardSlot> board = board_.snapshot();
+  const BoardSlot& me = board[std::size_t(info_.rank)];
+  std::string behind, gone;
+  for (int r = 0; r < int(board.size()); ++r) {
+    if (r == info_.rank) continue;
+    const BoardSlot& s = board[std::size_t(r)];
+    const bool alive = process_alive(s.pid);
+    const std::string text = fmt::format("rank {} ({}, entered up to seq {}, {})", r, stage_name(s.stage), s.entered,
+                                         s.pid == 0 ? "not on the board yet" : alive ? "process alive" : "process gone");
+    if (s.stage < me.stage || (s.stage == me.stage && s.entered < me.entered)) behind += (behind.empty() ? "" : ", ") + text;
+    else if (!alive) gone += (gone.empty() ? "" : ", ") + text;
+  }
+  return behind.empty() ? gone : behind;
 }
 
 // The ranks that have not entered collective seq, by the board; when every rank entered it, those
@@ -79,6 +114,10 @@ void Watchdog::fail(const std::string& reason) {
                           reason, r->op, r->seq, r->algo, r->bytes, list_ranks(r->peers),
                           double(wall_us() - r->start_us) / 1e6,
                           missing.empty() ? "every rank entered; waiting on peers " + list_ranks(r->peers) : missing);
+  } else if (const std::optional<Wait> w = waiting()) {
+    const std::string missing = behind_me();
+    message = fmt::format("rank {}: {} in {} after {:.1f} s; not heard from: {}", info_.rank, reason, w->what,
+                          double(wall_us() - w->start_us) / 1e6, missing.empty() ? "every rank got there" : missing);
   } else {
     const std::vector<Record> all = recorder_.records();
     const uint64_t last = all.empty() ? 0 : all.back().seq;
@@ -96,13 +135,16 @@ void Watchdog::fail(const std::string& reason) {
 
 void Watchdog::dump(const std::string& reason, const std::string& message) const {
   nlohmann::json board = nlohmann::json::array();
-  for (const BoardSlot& s : board_.snapshot()) board.push_back({{"pid", s.pid}, {"entered", s.entered}, {"completed", s.completed}});
+  for (const BoardSlot& s : board_.snapshot())
+    board.push_back({{"pid", s.pid}, {"entered", s.entered}, {"completed", s.completed}, {"stage", stage_name(s.stage)}});
   char host[256] = {};
   gethostname(host, sizeof host - 1);
   const std::optional<Record> r = recorder_.in_flight();
+  const std::optional<Wait> w = waiting();
   nlohmann::json j = {{"rank", info_.rank}, {"size", info_.size}, {"pid", getpid()}, {"host", host},
                       {"reason", reason}, {"message", message}, {"timeout_s", info_.timeout_s},
                       {"dumped_us", wall_us()}, {"in_flight", r ? record_json(*r) : nlohmann::json()},
+                      {"waiting", w ? nlohmann::json{{"what", w->what}, {"start_us", w->start_us}} : nlohmann::json()},
                       {"records", recorder_.to_json()}, {"board", board}, {"run", info_.extra}};
   const std::string path = dump_path(info_.dir, info_.rank), tmp = path + ".tmp";
   std::ofstream(tmp) << j.dump(1) << "\n";

@@ -1,10 +1,14 @@
 // The watchdog: a thread per rank that never calls MPI. It ends the process (exit 1) when the
-// collective in flight has waited longer than the timeout, or when the launcher sends SIGTERM or
-// SIGINT (mpirun does, once another rank has died), after printing who it waits for and dumping
-// the flight recorder to DUMP_DIR/rank-R.json. A blocked MPI call therefore never outlives it.
+// collective in flight, or a guarded wait outside the collectives (the run's start and end
+// barriers, the bench's own reductions), has waited longer than the timeout, or when the launcher
+// sends SIGTERM or SIGINT (mpirun does, once another rank has died), after printing who it waits
+// for and dumping the flight recorder to DUMP_DIR/rank-R.json. A blocked MPI call therefore never
+// outlives it.
 #pragma once
 #include <atomic>
+#include <mutex>
 #include <nlohmann/json.hpp>
+#include <optional>
 #include <string>
 #include <thread>
 
@@ -31,14 +35,34 @@ class Watchdog {
   // Writes DUMP_DIR/rank-R.json with the recorder and the board as they are now.
   void dump(const std::string& reason, const std::string& message) const;
 
+  // A wait outside any collective, timed like one while the guard lives: `what` ("the start barrier").
+  class Guard {
+   public:
+    Guard(Watchdog& w, std::string what);
+    ~Guard();
+    Guard(const Guard&) = delete;
+    Guard& operator=(const Guard&) = delete;
+
+   private:
+    Watchdog& w_;
+  };
+
  private:
+  struct Wait {
+    std::string what;
+    int64_t start_us = 0;
+  };
+  std::optional<Wait> waiting() const;
   void loop();
   [[noreturn]] void fail(const std::string& reason);
   std::string not_heard_from(uint64_t seq) const;
+  std::string behind_me() const;
 
   DumpInfo info_;
   const FlightRecorder& recorder_;
   const StatusBoard& board_;
+  mutable std::mutex wait_mutex_;
+  std::optional<Wait> wait_;
   std::atomic<bool> stop_{false};
   std::thread thread_;
 };

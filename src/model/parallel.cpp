@@ -62,7 +62,11 @@ ParallelPlan explain_parallel(const ParallelConfig& c) {
   const double activations = b * s * h * e;  // one layer's output, bytes
   const int64_t layers_here = c.layers / c.pp, m = c.micro_batches;
   ParallelPlan plan;
-  plan.params = 12.0 * double(c.layers) * h * h + double(c.vocab) * h;
+  const double L = double(c.layers), E = double(c.experts), V = double(c.vocab);
+  // Parameters (parallel.h): dense 12·L·h² + V·h; with experts, attention and router stay dense, the FFNs are per expert.
+  const double dense_params = c.experts ? L * (4 * h * h + h * E) + V * h : 12 * L * h * h + V * h;
+  const double expert_params = L * 8 * h * h * E;
+  plan.params = dense_params + expert_params;
 
   auto add = [&](std::string par, std::string coll, std::string when, int64_t group, int64_t span, int64_t calls,
                  double bytes, double factor, std::string overlap) {
@@ -90,22 +94,28 @@ ParallelPlan explain_parallel(const ParallelConfig& c) {
       "other micro-batches' compute (1F1B), except the pipeline bubble");
   add("PP", "send/recv", "backward gradients, per micro-batch", c.pp, c.tp * c.dp * c.pp, m, pp_bytes, 1,
       "other micro-batches' compute (1F1B), except the pipeline bubble");
-  const double shard = plan.params / double(c.tp * c.pp) * e;  // this GPU's parameters (and gradients), bytes
-  const double dp_one = double(c.dp - 1) / double(c.dp);
   const std::string dp_overlap = "the backward pass (bucketed, as the gradients are produced), except the last bucket";
-  if (c.zero == 0) {
-    add("DP", "all-reduce", "gradients, once per step", c.dp, c.tp * c.dp, 1, shard, 2 * dp_one, dp_overlap);
-  } else if (c.zero < 3) {
-    add(fmt::format("DP ZeRO-{}", c.zero), "reduce-scatter", "gradients, once per step", c.dp, c.tp * c.dp, 1, shard, dp_one, dp_overlap);
-    add(fmt::format("DP ZeRO-{}", c.zero), "all-gather", "updated parameters, once per step", c.dp, c.tp * c.dp, 1, shard, dp_one,
-        "the next step's forward, layer by layer");
-  } else {
-    add("DP ZeRO-3", "all-gather", "parameters before each layer's forward", c.dp, c.tp * c.dp, 1, shard, dp_one,
-        "the previous layer's forward (prefetch)");
-    add("DP ZeRO-3", "all-gather", "parameters again for the backward", c.dp, c.tp * c.dp, 1, shard, dp_one,
-        "the next layer's backward (prefetch)");
-    add("DP ZeRO-3", "reduce-scatter", "gradients, once per step", c.dp, c.tp * c.dp, 1, shard, dp_one, dp_overlap);
-  }
+  // The gradient reduction of a parameter shard of `shard` bytes over `group` ranks, by ZeRO stage.
+  auto add_dp = [&](const std::string& par, int64_t group, double shard, const std::string& what) {
+    const double one = double(group - 1) / double(group);
+    if (c.zero == 0) {
+      add(par, "all-reduce", what + "gradients, once per step", group, c.tp * c.dp, 1, shard, 2 * one, dp_overlap);
+    } else if (c.zero < 3) {
+      add(fmt::format("{} ZeRO-{}", par, c.zero), "reduce-scatter", what + "gradients, once per step", group, c.tp * c.dp, 1, shard,
+          one, dp_overlap);
+      add(fmt::format("{} ZeRO-{}", par, c.zero), "all-gather", "updated " + what + "parameters, once per step", group, c.tp * c.dp,
+          1, shard, one, "the next step's forward, layer by layer");
+    } else {
+      add(par + " ZeRO-3", "all-gather", what + "parameters before each layer's forward", group, c.tp * c.dp, 1, shard, one,
+          "the previous layer's forward (prefetch)");
+      add(par + " ZeRO-3", "all-gather", what + "parameters again for the backward", group, c.tp * c.dp, 1, shard, one,
+          "the next layer's backward (prefetch)");
+      add(par + " ZeRO-3", "reduce-scatter", what + "gradients, once per step", group, c.tp * c.dp, 1, shard, one, dp_overlap);
+    }
+  };
+  add_dp("DP", c.dp, dense_params / double(c.tp * c.pp) * e, "");  // this GPU's shard of the dense parameters, bytes
+  // This GPU's experts (E/ep per layer), reduced over the dp/ep ranks that hold the same ones.
+  if (c.experts > 0) add_dp("EDP", c.dp / c.ep, expert_params / double(c.ep) / double(c.tp * c.pp) * e, "expert ");
   if (c.experts > 0) {
     const double tokens_out = activations * double(c.top_k) / (c.sp ? double(c.tp) : 1.0);
     const double ep_one = double(c.ep - 1) / double(c.ep);
@@ -119,8 +129,8 @@ ParallelPlan explain_parallel(const ParallelConfig& c) {
       "{} ({} GPUs per node)\n",
       c.layers, c.hidden, c.seq, c.micro_batch, c.micro_batches, c.dtype, e, c.tp, c.pp, c.dp, c.zero, c.sp ? ", SP" : "",
       c.experts ? fmt::format(", EP {} ({} experts, top-{})", c.ep, c.experts, c.top_k) : "", g.id, c.gpus_per_node);
-  text += fmt::format("parameters 12·L·h²{} = {:.3g}; one layer's activations b·s·h·e = {:.4g} MB\n",
-                      c.vocab ? " + V·h" : "", plan.params, activations / 1e6);
+  text += fmt::format("parameters {}{} = {:.3g}; one layer's activations b·s·h·e = {:.4g} MB\n",
+                      c.experts ? "L·(4h² + h·E + 8h²·E)" : "12·L·h²", c.vocab ? " + V·h" : "", plan.params, activations / 1e6);
   text += fmt::format("{:<11} {:<14} {:<42} {:>5} {:>6} {:>12} {:>14} {:>10} {}\n", "parallelism", "collective", "when", "group",
                       "calls", "MB per call", "MB on link/GPU", "time ms", "link");
   nlohmann::json lines = nlohmann::json::array();
@@ -150,7 +160,7 @@ ParallelPlan explain_parallel(const ParallelConfig& c) {
       text += fmt::format("  {}: {:.0f} GB/s per direction ({})\n", x.link, x.link_bw / 1e9, x.link_source);
     }
   plan.text = text;
-  plan.json = {{"gpu", g.id}, {"dtype", c.dtype}, {"params", plan.params}, {"activation_bytes", activations},
+  plan.json = {{"gpu", g.id}, {"dtype", c.dtype}, {"params", plan.params}, {"expert_params", expert_params}, {"activation_bytes", activations},
                {"lines", lines}, {"link_bytes", plan.link_bytes}, {"time_s", plan.time_s}, {"modelled", true}};
   return plan;
 }

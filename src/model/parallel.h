@@ -8,10 +8,14 @@
 //   DP: the gradients of this GPU's parameter shard (P/(t·p), P = 12·L·h² + V·h), all-reduced once per step
 //       (ZeRO 1, 2: a reduce-scatter plus an all-gather, the same bytes; ZeRO 3: the parameters
 //       all-gathered forward and again backward, gradients reduce-scattered: 1.5x).
+//   MoE (E experts, every layer): a layer holds attention 4h², a router h·E and E expert FFNs of 8h²
+//       each, P = L·(4h² + h·E + 8h²·E) + V·h. The dense part, L·(4h² + h·E) + V·h, reduces as above
+//       over the dp ranks; an EP rank holds E/ep experts per layer, so its expert shard
+//       L·8h²·(E/ep)/(t·p) reduces only over the dp/ep ranks that hold the same experts
+//       (expert data parallel, "EDP"; the same ZeRO stage).
 //   EP: per MoE layer an all-to-all dispatches b·s·h·k elements and one combines them, forward and backward.
 // Bytes on the link use nccl-tests' bus factors (2(n-1)/n all-reduce, (n-1)/n the others; point to point 1).
-// Not counted: activation recomputation, the embeddings' own collectives, optimizer traffic, and for MoE the
-// expert weights (the parameter count is the dense model's; their gradients reduce over DP/EP ranks).
+// Not counted: activation recomputation, the embeddings' own collectives, optimizer traffic.
 #pragma once
 #include <cstdint>
 #include <nlohmann/json.hpp>

@@ -3,6 +3,7 @@
 #include <gtest/gtest.h>
 
 #include <nlohmann/json.hpp>
+#include <vector>
 
 #include "mpi_run.h"
 
@@ -67,19 +68,64 @@ TEST(CommBench, BadInputIsOneMessageAndExitTwo) {
 
 namespace kl::test {
 
-TEST(CommBench, TraceWritesOneChromeTracePerRankThatTraceAnalyzeReadsAsCommunication) {
+// --trace: one trace per rank, each collective an event with its sequence number, bytes, algorithm
+// and peers; `trace analyze` on the folder names the rank delayed by --inject as the last to arrive.
+TEST(CommBench, TracesOfEveryRankNameTheDelayedRankAsSlowest) {
   const std::filesystem::path dir = mpi_scratch("trace");
-  const MpiResult r = run_mpi("comm bench allgather --ranks 2 -b 4K -e 16K -f 4 -n 2 -w 1 --timeout 60 --trace '" +
+  const MpiResult r = run_mpi("comm bench allreduce --ranks 3 --algo ring -b 4K -e 16K -f 4 -n 2 -w 1 --timeout 60 "
+                              "--inject rank=2,delay_ms=150,at=6 --trace '" + (dir / "traces").string() + "' --dump-dir '" +
+                              (dir / "dumps").string() + "'");
+  ASSERT_EQ(r.code, 0) << r.err;
+  for (int rank : {0, 1, 2}) {
+    const nlohmann::json t = nlohmann::json::parse(read_all(dir / "traces" / ("rank-" + std::to_string(rank) + ".json")));
+    EXPECT_EQ(t["distributedInfo"]["rank"], rank);
+    std::vector<nlohmann::json> colls;
+    for (const nlohmann::json& e : t["traceEvents"])
+      if (e["ph"] == "X") colls.push_back(e);
+    // 2 sizes x 2 placements x (1 checked + 1 warm-up + 2 timed calls)
+    ASSERT_EQ(colls.size(), 16u) << rank;
+    EXPECT_EQ(colls[0]["name"], "kernelab:allreduce");
+    EXPECT_EQ(colls[0]["cat"], "user_annotation");
+    EXPECT_EQ(colls[0]["args"]["algo"], "ring");
+    EXPECT_EQ(colls[0]["args"]["bytes"], 4096);
+    EXPECT_EQ(colls[0]["args"]["peers"].size(), 2u);
+    EXPECT_EQ(colls[15]["args"]["seq"], 16);
+  }
+  const MpiResult a = run_mpi("trace analyze --json '" + (dir / "traces").string() + "'", 60);
+  ASSERT_EQ(a.code, 0) << a.err;
+  const nlohmann::json j = nlohmann::json::parse(a.out);
+  EXPECT_EQ(j["matched_by"], "seq");
+  ASSERT_EQ(j["collectives"].size(), 16u);
+  EXPECT_EQ(j["collectives"][5]["seq"], 6);
+  EXPECT_EQ(j["collectives"][5]["slowest_rank"], 2);
+  EXPECT_GE(j["collectives"][5]["lag_us"].get<double>(), 150e3 * 0.95);
+  EXPECT_EQ(j["slowest_rank"]["rank"], 2);
+  for (const nlohmann::json& rank : j["ranks"]) {
+    EXPECT_EQ(rank["comm_from"], "host_events");
+    EXPECT_GT(rank["comm_us"].get<double>(), 0);
+    EXPECT_EQ(rank["exposed_comm_us"], rank["comm_us"]);  // the bench computes nothing meanwhile
+  }
+  const MpiResult text = run_mpi("trace analyze '" + (dir / "traces").string() + "'", 60);
+  EXPECT_NE(text.out.find("slowest rank: 2 (last to arrive in "), std::string::npos) << text.out;
+}
+
+// comm overlap --trace: the compute spans beside the non-blocking all-reduces, so the analyzer
+// finds part of the communication under compute.
+TEST(CommOverlap, TraceHasComputeSpansAndTheAnalyzerSeesOverlap) {
+  const std::filesystem::path dir = mpi_scratch("overlap-trace");
+  const MpiResult r = run_mpi("comm overlap --ranks 2 --bytes 4M --buckets 2 --compute-ms 5 --repeats 1 --timeout 60 --trace '" +
                               (dir / "traces").string() + "' --dump-dir '" + (dir / "dumps").string() + "'");
   ASSERT_EQ(r.code, 0) << r.err;
-  for (int rank : {0, 1}) {
-    const nlohmann::json t = nlohmann::json::parse(read_all(dir / "traces" / ("rank-" + std::to_string(rank) + ".trace.json")));
-    // 2 sizes x 2 algorithms x 2 placements x (1 checked + 1 warm-up + 2 timed calls) + the process name
-    EXPECT_EQ(t["traceEvents"].size(), 2u * 2 * 2 * 4 + 1) << rank;
-  }
-  const MpiResult a = run_mpi("trace analyze '" + (dir / "traces" / "rank-1.trace.json").string() + "'", 60);
+  const MpiResult a = run_mpi("trace analyze --json '" + (dir / "traces").string() + "'", 60);
   ASSERT_EQ(a.code, 0) << a.err;
-  EXPECT_NE(a.out.find("communication  ncclKernel_allgather_ring"), std::string::npos) << a.out;
+  const nlohmann::json j = nlohmann::json::parse(a.out);
+  // (1 warm-up + 1 repeat) x (2 alone + 2 back to back + 2 overlapped) all-reduces per rank
+  EXPECT_EQ(j["collectives"].size(), 12u);
+  for (const nlohmann::json& rank : j["ranks"]) {
+    EXPECT_GT(rank["compute_us"].get<double>(), 0);
+    EXPECT_GT(rank["overlapped_us"].get<double>(), 0);
+    EXPECT_LT(rank["exposed_comm_us"].get<double>(), rank["comm_us"].get<double>());
+  }
 }
 
 TEST(CommOverlap, ReportsExposedCommunicationAndTheOverlapRatio) {

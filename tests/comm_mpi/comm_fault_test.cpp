@@ -47,7 +47,7 @@ TEST(CommFaults, HangOnRankTwoIsNamedByEverySurvivorAndTheDoctor) {
   expect_survivors_gave_up_in_time(r, dir);
   EXPECT_NE(r.err.find("timeout: waited more than 3 s in allreduce seq 4"), std::string::npos) << r.err;
   const MpiResult d = run_mpi("comm doctor '" + dir.string() + "'", 30);
-  EXPECT_EQ(d.code, 0) << d.err;
+  EXPECT_EQ(d.code, 1) << d.err;  // it names a rank behind
   EXPECT_NE(d.out.find("rank 2 never entered allreduce seq 4 (its last: allreduce seq 3, completed); ranks 0, 1, 3 waited in it"),
             std::string::npos) << d.out;
 }
@@ -59,7 +59,8 @@ TEST(CommFaults, CrashOnRankTwoIsNamedByEverySurvivorAndTheDoctor) {
   expect_survivors_gave_up_in_time(r, dir);
   EXPECT_FALSE(std::filesystem::exists(dir / "rank-2.json"));
   const MpiResult d = run_mpi("comm doctor --json '" + dir.string() + "'", 30);
-  ASSERT_EQ(d.code, 0) << d.err;
+  ASSERT_EQ(d.code, 1) << d.err;
+  EXPECT_EQ(nlohmann::json::parse(d.out)["healthy"], false);
   const nlohmann::json j = nlohmann::json::parse(d.out);
   EXPECT_EQ(j["behind"], nlohmann::json::array({2}));
   EXPECT_EQ(j["no_dump"], nlohmann::json::array({2}));
@@ -79,10 +80,41 @@ TEST(CommFaults, DelayOnRankTwoIsReportedAsAStragglerWithItsLag) {
   EXPECT_EQ(s["seq"], 5);
   EXPECT_GE(s["max_lag_ms"].get<double>(), 400 * 0.9);
   const MpiResult d = run_mpi("comm doctor '" + dir.string() + "'", 30);
+  EXPECT_EQ(d.code, 0) << d.err;  // a straggler arrives: the run is healthy
   EXPECT_NE(d.out.find("healthy: all 4 ranks completed"), std::string::npos) << d.out;
   EXPECT_NE(d.out.find("straggler: rank 2 lag "), std::string::npos) << d.out;
   EXPECT_NE(d.out.find("at allreduce seq 5"), std::string::npos) << d.out;
 }
+
+// A rank that hangs before the run's start or end barrier: the others wait there, not in a
+// collective, and the watchdog still ends them within timeout + 5 s naming rank 2.
+void expect_barrier_hang_named(const std::string& where, const std::string& stage_of_rank2) {
+  const std::filesystem::path dir = mpi_scratch("hang-" + where);
+  const MpiResult r = faulty_run("rank=2,hang,at=" + where, dir);
+  EXPECT_NE(r.code, 0) << r.out << r.err;
+  EXPECT_LT(r.seconds, 30) << r.err;
+  for (int rank : {0, 1, 3}) {
+    const std::filesystem::path dump = dir / ("rank-" + std::to_string(rank) + ".json");
+    ASSERT_TRUE(std::filesystem::exists(dump)) << dump << "\n" << r.err;
+    const nlohmann::json j = nlohmann::json::parse(read_all(dump));
+    ASSERT_FALSE(j["waiting"].is_null()) << rank << j.dump();
+    EXPECT_EQ(j["waiting"]["what"], "the " + where + " barrier") << rank;
+    const double waited_s = double(j["dumped_us"].get<int64_t>() - j["waiting"]["start_us"].get<int64_t>()) / 1e6;
+    EXPECT_GE(waited_s, kTimeout) << rank;
+    EXPECT_LE(waited_s, kTimeout + 5) << rank;
+    const std::string message = j["message"];
+    EXPECT_NE(message.find("timeout: waited more than 3 s in the " + where + " barrier"), std::string::npos) << message;
+    EXPECT_NE(message.find("not heard from: rank 2 (" + stage_of_rank2), std::string::npos) << message;
+  }
+  const MpiResult d = run_mpi("comm doctor '" + dir.string() + "'", 30);
+  EXPECT_EQ(d.code, 1) << d.out << d.err;
+  EXPECT_NE(d.out.find("rank 2 never reached the " + where + " barrier"), std::string::npos) << d.out;
+  EXPECT_NE(d.out.find("ranks 0, 1, 3 waited in it"), std::string::npos) << d.out;
+}
+
+TEST(CommFaults, HangBeforeTheStartBarrierIsNamed) { expect_barrier_hang_named("start", "setting up, entered up to seq 0"); }
+
+TEST(CommFaults, HangBeforeTheEndBarrierIsNamed) { expect_barrier_hang_named("end", "running, entered up to seq 12"); }
 
 TEST(CommFaults, DoctorRefusesAFolderWithoutDumps) {
   const MpiResult d = run_mpi("comm doctor '" + mpi_scratch("empty").string() + "'", 30);
