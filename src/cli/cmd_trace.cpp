@@ -3,11 +3,13 @@
 #include <fmt/format.h>
 
 #include <algorithm>
-#include <map>
 #include <cmath>
+#include <map>
+#include <optional>
 
 #include "cli/common.h"
 #include "trace/gpu_metrics.h"
+#include "trace/critical_path.h"
 #include "trace/load.h"
 #include "trace/memory.h"
 #include "trace/steps.h"
@@ -264,8 +266,18 @@ void add_trace(CLI::App& app) {
   static AnalyzeFlags af;
   analyze_cmd->add_option("file", file, "trace file")->required();
   af.attach(*analyze_cmd);
+  static std::string cp_spec;
+  static bool cp_launch_edges = false;
+  analyze_cmd->add_option("--critical-path", cp_spec,
+                          "HTA's critical path of one iteration: N (ProfilerStep#N), NAME[@K|@A-B] (HTA's annotation and "
+                          "instance_id) or all; with --steps complete on HTA's default events");
+  analyze_cmd->add_flag("--cp-launch-edges", cp_launch_edges,
+                        "critical path: a zero-weight edge from every launch to its kernel (HTA's CRITICAL_PATH_ADD_ZERO_WEIGHT_LAUNCH_EDGE=1)");
   analyze_cmd->callback([] {
     const StepWindow window = parse_steps(af.steps);
+    std::optional<CriticalPath> cpath;
+    if (!cp_spec.empty())
+      cpath = critical_path(file, {parse_critical_path(cp_spec), window.kind == StepWindow::Kind::complete, cp_launch_edges, af.top});
     TraceData t = load_trace_file(file);
     const StepTable table = step_table(t, af.opt);
     const GpuMetrics metrics = gpu_metrics(t);
@@ -283,6 +295,7 @@ void add_trace(CLI::App& app) {
       j["step_table"] = {{"rows", rows}, {"slowest", table.slowest}};
       j["gpu_metrics"] = gpu_metrics_json(metrics);
       j["memory"] = memory_json(memory);
+      if (cpath) j["critical_path"] = critical_path_json(*cpath);
       fmt::print("{}\n", j.dump(2));
       return;
     }
@@ -291,6 +304,7 @@ void add_trace(CLI::App& app) {
     print_steps(table);
     print_gpu_metrics(metrics);
     print_memory(memory);
+    if (cpath) fmt::print("{}", format_critical_path(*cpath));
   });
 
   auto* diff_cmd = trace->add_subcommand("diff", "per-kernel count and time differences between two traces");
