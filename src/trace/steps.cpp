@@ -32,8 +32,8 @@ struct Span {
   Ns start = std::numeric_limits<Ns>::max(), end = std::numeric_limits<Ns>::min();
 };
 
-// Keeps element i of every column of `c` where keep(i).
-template <class Keep> void keep_gpu(GpuOps& g, Keep keep) {
+// The elements of a column set whose correlation (GPU ops, stream events) or start (host events) `keep` accepts.
+template <class Keep> GpuOps gpu_subset(const GpuOps& g, Keep keep) {
   GpuOps out;
   for (size_t i = 0; i < g.size(); ++i)
     if (keep(g.correlation[i])) {
@@ -41,37 +41,39 @@ template <class Keep> void keep_gpu(GpuOps& g, Keep keep) {
       out.correlation.push_back(g.correlation[i]), out.bytes.push_back(g.bytes[i]), out.kind.push_back(g.kind[i]);
       out.blocks_per_sm.push_back(g.blocks_per_sm[i]), out.occupancy_pct.push_back(g.occupancy_pct[i]);
     }
-  g = std::move(out);
+  return out;
 }
-template <class Keep> void keep_stream_events(StreamEvents& s, Keep keep) {
+template <class Keep> StreamEvents stream_subset(const StreamEvents& s, Keep keep) {
   StreamEvents out;
   for (size_t i = 0; i < s.size(); ++i)
     if (keep(s.correlation[i])) {
       out.push(s.ts[i], s.dur[i], s.device[i], s.stream[i], s.name[i]);
       out.correlation.push_back(s.correlation[i]);
     }
-  s = std::move(out);
+  return out;
 }
-template <class Keep> void keep_host(HostEvents& h, Keep keep) {
+template <class Keep> HostEvents host_subset(const HostEvents& h, Keep keep) {
   HostEvents out;
   for (size_t i = 0; i < h.size(); ++i)
     if (keep(h.ts[i])) {
       out.ts.push_back(h.ts[i]), out.dur.push_back(h.dur[i]), out.correlation.push_back(h.correlation[i]);
       out.name.push_back(h.name[i]), out.kind.push_back(h.kind[i]);
     }
-  h = std::move(out);
+  return out;
 }
 
-// Host events with `keep(ts)`, and the GPU ops and stream events whose correlation one of them carries.
-template <class Keep> void keep_launched_by(TraceData& t, Keep keep) {
-  keep_host(t.host, keep);
+// Into `out`: the host events of `t` with `keep(ts)`, and the GPU ops and stream events whose
+// correlation one of them carries. The other members of `out` are left as they are.
+template <class Keep> void launched_by(const TraceData& t, TraceData& out, Keep keep) {
+  out.host = host_subset(t.host, keep);
   std::unordered_set<int64_t> launched;
-  for (size_t i = 0; i < t.host.size(); ++i)
-    if (t.host.correlation[i] >= 0) launched.insert(t.host.correlation[i]);
+  for (size_t i = 0; i < out.host.size(); ++i)
+    if (out.host.correlation[i] >= 0) launched.insert(out.host.correlation[i]);
   auto kept = [&](int64_t corr) { return corr >= 0 && launched.count(corr) > 0; };
-  keep_gpu(t.gpu, kept);
-  keep_stream_events(t.stream_events, kept);
+  out.gpu = gpu_subset(t.gpu, kept);
+  out.stream_events = stream_subset(t.stream_events, kept);
 }
+template <class Keep> void keep_launched_by(TraceData& t, Keep keep) { launched_by(t, t, keep); }
 }  // namespace
 
 StepWindow parse_steps(std::string_view text) {
@@ -133,9 +135,12 @@ StepTable step_table(const TraceData& t, const AnalyzeOptions& opt) {
       s.start = std::min(s.start, t.host.ts[i]), s.end = std::max(s.end, t.host.ts[i] + t.host.dur[i]);
     }
   StepTable table;
+  // One step's events at a time; what analyze() reads besides the events is copied once.
+  TraceData one;
+  one.source = t.source, one.events = t.events, one.bytes = t.bytes;
+  one.categories = t.categories, one.device_names = t.device_names, one.names = t.names;
   for (const auto& [n, span] : steps) {
-    TraceData one = t;
-    keep_launched_by(one, [&](Ns ts) { return ts >= span.start && ts <= span.end; });
+    launched_by(t, one, [&](Ns ts) { return ts >= span.start && ts <= span.end; });
     const Report r = analyze(one, opt);
     StepRow row{n, span.start, span.end - span.start};
     for (const auto& [dev, d] : r.devices)
