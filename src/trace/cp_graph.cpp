@@ -52,11 +52,11 @@ Graph::Graph(const Rows& rows, const std::vector<uint32_t>& kept, bool launch_ed
 
 int64_t Graph::start_of(int64_t ev) const {
   auto it = start_.find(ev);
-  return it == start_.end() ? -1 : it->second;
+  return it == start_.end() ? int64_t{-1} : int64_t{it->second};
 }
 int64_t Graph::end_of(int64_t ev) const {
   auto it = end_.find(ev);
-  return it == end_.end() ? -1 : it->second;
+  return it == end_.end() ? int64_t{-1} : int64_t{it->second};
 }
 
 // attributed: the event an operator/kernel-kernel edge's time belongs to; -2 lets the nodes decide
