@@ -119,6 +119,8 @@ TEST(TraceCriticalPath, AgreesWithHtaOnItsTestTraces) {
       {"amd_mi250_rocm6.json.gz", "ProfilerStep@1", "--steps complete", 80, 79, 66, 741, 741, 0, 0, 0},
       {"ns_resolution_rank0.json.gz", "ProfilerStep@1", "--steps complete", 11228, 11225, 2438, 95735, 0, 93692, 0, 2043},
       {"ns_resolution_rank0.json.gz", "ProfilerStep@1", "--steps complete --cp-launch-edges", 11228, 12444, 2983, 97176, 1773, 93597, 0, 1806},
+      {"trace_diff_test.json.gz", "ProfilerStep@1", "--steps complete", 17712, 17700, 6346, 77056, 77056, 0, 0, 0},
+      {"trace_diff_test.json.gz", "ProfilerStep@1", "--steps complete --cp-launch-edges", 17712, 19353, 5803, 81967, 75187, 5832, 0, 948},
   };
   for (const Case& c : cases) {
     SCOPED_TRACE(c.file + " " + c.spec + " " + c.flags);
