@@ -3,13 +3,13 @@
 #include <fmt/format.h>
 
 #include <algorithm>
-#include <cmath>
 #include <map>
+#include <cmath>
 #include <optional>
 
 #include "cli/common.h"
-#include "trace/gpu_metrics.h"
 #include "trace/critical_path.h"
+#include "trace/gpu_metrics.h"
 #include "trace/load.h"
 #include "trace/memory.h"
 #include "trace/steps.h"
