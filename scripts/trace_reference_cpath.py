@@ -53,7 +53,7 @@ def load(path):
     with opener(path, "rt", encoding="utf-8") as f:
         doc = json.load(f, parse_float=decimal.Decimal)
     events = []
-    for i, e in enumerate(doc.get("traceEvents", [])):
+    for i, e in enumerate(doc if isinstance(doc, list) else doc.get("traceEvents", [])):
         if not isinstance(e, dict) or e.get("cat") is None or e.get("dur") is None or e.get("cat") == "Trace":
             continue
         ts = float(e.get("ts", 0))
@@ -118,7 +118,7 @@ def window(events, spec):
     """(start, end) of the iteration spec names; None if no event matches."""
     kind, annotation, first, last = spec
     if kind == "all":
-        return min(e.ts for e in events), max(e.ts + e.dur for e in events)
+        return (min(e.ts for e in events), max(e.ts + e.dur for e in events)) if events else None
     if kind == "step":
         hits = [e for e in events if e.name == annotation and e.cat != "gpu_user_annotation"][:1]
     else:
@@ -407,6 +407,8 @@ class CriticalPath:
             gen = nxt
         if len(topo) != len(nodes):
             raise ValueError("the dependency graph has a cycle")
+        if not topo:
+            return [], 0
         dist = {}
         for v in topo:
             best = (0, v)
