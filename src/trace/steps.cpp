@@ -135,13 +135,15 @@ StepTable step_table(const TraceData& t, const AnalyzeOptions& opt) {
       s.start = std::min(s.start, t.host.ts[i]), s.end = std::max(s.end, t.host.ts[i] + t.host.dur[i]);
     }
   StepTable table;
-  // One step's events at a time; what analyze() reads besides the events is copied once.
+  // One step's events at a time (the names copied once), and only the two parts of analyze() a row reads.
   TraceData one;
-  one.source = t.source, one.events = t.events, one.bytes = t.bytes;
-  one.categories = t.categories, one.device_names = t.device_names, one.names = t.names;
+  one.names = t.names;
   for (const auto& [n, span] : steps) {
     launched_by(t, one, [&](Ns ts) { return ts >= span.start && ts <= span.end; });
-    const Report r = analyze(one, opt);
+    Report r;
+    r.options = opt;
+    summarize_gpu(one, r);
+    analyze_host(one, r);
     StepRow row{n, span.start, span.end - span.start};
     for (const auto& [dev, d] : r.devices)
       row.kernels += d.kernels, row.kernel_time += d.kernel_time, row.gpu_span += d.span(), row.gpu_busy += d.busy;
