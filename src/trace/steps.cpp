@@ -32,48 +32,95 @@ struct Span {
   Ns start = std::numeric_limits<Ns>::max(), end = std::numeric_limits<Ns>::min();
 };
 
-// The elements of a column set whose correlation (GPU ops, stream events) or start (host events) `keep` accepts.
-template <class Keep> GpuOps gpu_subset(const GpuOps& g, Keep keep) {
+// The elements i of a column set listed in idx, in that order.
+GpuOps gpu_at(const GpuOps& g, const std::vector<size_t>& idx) {
   GpuOps out;
-  for (size_t i = 0; i < g.size(); ++i)
-    if (keep(g.correlation[i])) {
-      out.push(g.ts[i], g.dur[i], g.device[i], g.stream[i], g.name[i]);
-      out.correlation.push_back(g.correlation[i]), out.bytes.push_back(g.bytes[i]), out.kind.push_back(g.kind[i]);
-      out.blocks_per_sm.push_back(g.blocks_per_sm[i]), out.occupancy_pct.push_back(g.occupancy_pct[i]);
-    }
+  for (size_t i : idx) {
+    out.push(g.ts[i], g.dur[i], g.device[i], g.stream[i], g.name[i]);
+    out.correlation.push_back(g.correlation[i]), out.bytes.push_back(g.bytes[i]), out.kind.push_back(g.kind[i]);
+    out.blocks_per_sm.push_back(g.blocks_per_sm[i]), out.occupancy_pct.push_back(g.occupancy_pct[i]);
+  }
   return out;
 }
-template <class Keep> StreamEvents stream_subset(const StreamEvents& s, Keep keep) {
+StreamEvents stream_at(const StreamEvents& s, const std::vector<size_t>& idx) {
   StreamEvents out;
-  for (size_t i = 0; i < s.size(); ++i)
-    if (keep(s.correlation[i])) {
-      out.push(s.ts[i], s.dur[i], s.device[i], s.stream[i], s.name[i]);
-      out.correlation.push_back(s.correlation[i]);
-    }
+  for (size_t i : idx) {
+    out.push(s.ts[i], s.dur[i], s.device[i], s.stream[i], s.name[i]);
+    out.correlation.push_back(s.correlation[i]);
+  }
   return out;
 }
-template <class Keep> HostEvents host_subset(const HostEvents& h, Keep keep) {
+HostEvents host_at(const HostEvents& h, const std::vector<size_t>& idx) {
   HostEvents out;
-  for (size_t i = 0; i < h.size(); ++i)
-    if (keep(h.ts[i])) {
-      out.ts.push_back(h.ts[i]), out.dur.push_back(h.dur[i]), out.correlation.push_back(h.correlation[i]);
-      out.name.push_back(h.name[i]), out.kind.push_back(h.kind[i]);
-    }
+  for (size_t i : idx) {
+    out.ts.push_back(h.ts[i]), out.dur.push_back(h.dur[i]), out.correlation.push_back(h.correlation[i]);
+    out.name.push_back(h.name[i]), out.kind.push_back(h.kind[i]);
+  }
   return out;
+}
+template <class Keep> std::vector<size_t> where(size_t n, Keep keep) {
+  std::vector<size_t> idx;
+  for (size_t i = 0; i < n; ++i)
+    if (keep(i)) idx.push_back(i);
+  return idx;
 }
 
-// Into `out`: the host events of `t` with `keep(ts)`, and the GPU ops and stream events whose
-// correlation one of them carries. The other members of `out` are left as they are.
-template <class Keep> void launched_by(const TraceData& t, TraceData& out, Keep keep) {
-  out.host = host_subset(t.host, keep);
+// Host events with `keep(ts)`, and the GPU ops and stream events whose correlation one of them carries.
+template <class Keep> void keep_launched_by(TraceData& t, Keep keep) {
+  t.host = host_at(t.host, where(t.host.size(), [&](size_t i) { return keep(t.host.ts[i]); }));
   std::unordered_set<int64_t> launched;
-  for (size_t i = 0; i < out.host.size(); ++i)
-    if (out.host.correlation[i] >= 0) launched.insert(out.host.correlation[i]);
+  for (size_t i = 0; i < t.host.size(); ++i)
+    if (t.host.correlation[i] >= 0) launched.insert(t.host.correlation[i]);
   auto kept = [&](int64_t corr) { return corr >= 0 && launched.count(corr) > 0; };
-  out.gpu = gpu_subset(t.gpu, kept);
-  out.stream_events = stream_subset(t.stream_events, kept);
+  t.gpu = gpu_at(t.gpu, where(t.gpu.size(), [&](size_t i) { return kept(t.gpu.correlation[i]); }));
+  t.stream_events = stream_at(t.stream_events, where(t.stream_events.size(), [&](size_t i) { return kept(t.stream_events.correlation[i]); }));
 }
-template <class Keep> void keep_launched_by(TraceData& t, Keep keep) { launched_by(t, t, keep); }
+
+// The events of each step in one pass: a host event belongs to every step whose span holds its
+// start, a GPU op or stream event to the steps of the host events that carry its correlation.
+struct StepEvents {
+  std::vector<size_t> host, gpu, stream;
+};
+std::vector<StepEvents> events_by_step(const TraceData& t, const std::vector<Span>& spans) {
+  std::vector<StepEvents> out(spans.size());
+  std::vector<size_t> order(spans.size());
+  for (size_t i = 0; i < order.size(); ++i) order[i] = i;
+  std::sort(order.begin(), order.end(), [&](size_t a, size_t b) { return spans[a].start < spans[b].start; });
+  std::vector<Ns> starts;
+  bool ends_rise = true;  // then the steps holding a time are the last ones starting before it, back to the first that ended
+  for (size_t k = 0; k < order.size(); ++k) {
+    starts.push_back(spans[order[k]].start);
+    if (k > 0 && spans[order[k]].end < spans[order[k - 1]].end) ends_rise = false;
+  }
+  std::unordered_map<int64_t, std::vector<size_t>> steps_of;  // correlation -> steps of the host events carrying it
+  auto take = [&](size_t i, size_t step) {
+    out[step].host.push_back(i);
+    if (const int64_t c = t.host.correlation[i]; c >= 0) {
+      std::vector<size_t>& v = steps_of[c];
+      if (std::find(v.begin(), v.end(), step) == v.end()) v.push_back(step);
+    }
+  };
+  for (size_t i = 0; i < t.host.size(); ++i) {
+    const Ns ts = t.host.ts[i];
+    if (!ends_rise) {
+      for (size_t s = 0; s < spans.size(); ++s)
+        if (ts >= spans[s].start && ts <= spans[s].end) take(i, s);
+      continue;
+    }
+    for (size_t k = static_cast<size_t>(std::upper_bound(starts.begin(), starts.end(), ts) - starts.begin()); k-- > 0;) {
+      if (spans[order[k]].end < ts) break;
+      take(i, order[k]);
+    }
+  }
+  auto assign = [&](const std::vector<int64_t>& corr, std::vector<size_t> StepEvents::*list) {
+    for (size_t i = 0; i < corr.size(); ++i)
+      if (auto it = steps_of.find(corr[i]); corr[i] >= 0 && it != steps_of.end())
+        for (size_t s : it->second) (out[s].*list).push_back(i);
+  };
+  assign(t.gpu.correlation, &StepEvents::gpu);
+  assign(t.stream_events.correlation, &StepEvents::stream);
+  return out;
+}
 }  // namespace
 
 StepWindow parse_steps(std::string_view text) {
@@ -135,11 +182,16 @@ StepTable step_table(const TraceData& t, const AnalyzeOptions& opt) {
       s.start = std::min(s.start, t.host.ts[i]), s.end = std::max(s.end, t.host.ts[i] + t.host.dur[i]);
     }
   StepTable table;
+  std::vector<Span> spans;
+  for (const auto& [n, span] : steps) spans.push_back(span);
+  const std::vector<StepEvents> by_step = events_by_step(t, spans);
   // One step's events at a time (the names copied once), and only the two parts of analyze() a row reads.
   TraceData one;
   one.names = t.names;
+  size_t k = 0;
   for (const auto& [n, span] : steps) {
-    launched_by(t, one, [&](Ns ts) { return ts >= span.start && ts <= span.end; });
+    const StepEvents& part = by_step[k++];
+    one.host = host_at(t.host, part.host), one.gpu = gpu_at(t.gpu, part.gpu), one.stream_events = stream_at(t.stream_events, part.stream);
     Report r;
     r.options = opt;
     summarize_gpu(one, r);
