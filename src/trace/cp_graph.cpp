@@ -65,7 +65,6 @@ void Graph::add(uint32_t u, uint32_t v, CpEdge type, bool zero, int64_t attribut
   const bool weightless = type == CpEdge::dependency || type == CpEdge::sync_dependency || zero;
   Edge e{u, v, type, weightless ? 0 : node_ts[v] - node_ts[u]};
   if (type == CpEdge::operator_ || type == CpEdge::kernel_kernel_delay) {
-    e.has_attribution = true;
     e.attributed = attributed != -2                                        ? attributed
                    : type == CpEdge::kernel_kernel_delay || node_start[u] ? node_event[u]
                    : !node_start[v]                                       ? node_event[v]

@@ -45,7 +45,6 @@ struct Edge {
   CpEdge type = CpEdge::operator_;
   int64_t weight = 0;
   int64_t attributed = -1;  // event index the time belongs to (operator and kernel-kernel edges)
-  bool has_attribution = false;
 };
 
 class Graph {
