@@ -8,6 +8,7 @@ as HTA runs them), and either prints its figures or compares them with kernelab'
 
   scripts/trace_reference.py TRACE_OR_DIR...                   print the reference figures
   scripts/trace_reference.py --kernelab build/kernelab DIR...   compare; exit 1 on a mismatch
+  ... --critical-path SPEC [--cp-launch-edges]                   only the critical path (trace_reference_cpath.py)
 
 Exit 77 with --skip-missing when none of the given paths exists (ctest: skipped).
 """
@@ -21,6 +22,8 @@ import re
 import subprocess
 import sys
 from collections import defaultdict
+
+import trace_reference_cpath
 
 GPU_CATS = {"kernel": "kernel", "gpu_memcpy": "memcpy", "gpu_memset": "memset"}
 HOST_CATS = {"cuda_runtime", "cuda_driver", "cpu_op", "user_annotation"}
@@ -356,12 +359,49 @@ def trace_files(paths):
             yield p
 
 
+def compare_critical_paths(files, args):
+    """`trace analyze --critical-path` against trace_reference_cpath on each file; a trace without the
+    iteration must be refused by both (exit 2)."""
+    failed = 0
+    for f in files:
+        ref = trace_reference_cpath.critical_path(f, args.critical_path, complete=args.steps == "complete",
+                                                  launch_edges=args.cp_launch_edges, top=0)
+        if not args.kernelab:
+            print(json.dumps({"file": f, "critical_path": ref}, indent=2))
+            continue
+        cmd = [args.kernelab, "trace", "analyze", "--json", "--top", "0", "--steps", args.steps, "--critical-path", args.critical_path, f]
+        if args.cp_launch_edges:
+            cmd.append("--cp-launch-edges")
+        run = subprocess.run(cmd, capture_output=True, text=True)
+        if ref is None:
+            ok = run.returncode == 2 and "no such event" in run.stderr
+            print(f"{'ok  ' if ok else 'FAIL'} {f}: no {args.critical_path} (kernelab exit {run.returncode})")
+            failed += not ok
+            continue
+        if run.returncode != 0:
+            print(f"FAIL {f}: kernelab exited {run.returncode}: {run.stderr.strip()}")
+            failed += 1
+            continue
+        mismatches = []
+        compare(ref, json.loads(run.stdout).get("critical_path"), "critical_path", mismatches)
+        if mismatches:
+            failed += 1
+            print(f"FAIL {f}: {len(mismatches)} mismatches")
+            for m in mismatches[:20]:
+                print("   ", m)
+        else:
+            print(f"ok   {f}: critical path {ref['length_us']} us over {ref['path_nodes']} nodes of {ref['nodes']} agrees")
+    return 1 if failed else 0
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("paths", nargs="+", help="trace files or folders of them")
     ap.add_argument("--kernelab", help="compare with this kernelab binary's `trace analyze --json`")
     ap.add_argument("--skip-missing", action="store_true", help="exit 77 when no path exists")
     ap.add_argument("--steps", choices=["all", "complete"], default="all", help="the event window (trace analyze --steps)")
+    ap.add_argument("--critical-path", help="compare only the critical path of this iteration (trace analyze --critical-path)")
+    ap.add_argument("--cp-launch-edges", action="store_true", help="with --critical-path: zero-weight launch edges")
     args = ap.parse_args()
     if args.skip_missing and not any(os.path.exists(p) for p in args.paths):
         print("no trace folder found: skipped")
@@ -370,6 +410,8 @@ def main():
     if not files:
         print("no trace files found", file=sys.stderr)
         return 2 if not args.skip_missing else 77
+    if args.critical_path:
+        return compare_critical_paths(files, args)
     failed = 0
     for f in files:
         ref = reference(f, steps=args.steps)

@@ -6,9 +6,11 @@
 #include <filesystem>
 #include <map>
 #include <cmath>
+#include <optional>
 
 #include "cli/common.h"
 #include "kernelab/error.h"
+#include "trace/critical_path.h"
 #include "trace/gpu_metrics.h"
 #include "trace/load.h"
 #include "trace/memory.h"
@@ -279,10 +281,23 @@ void add_trace(CLI::App& app) {
   static AnalyzeFlags af;
   analyze_cmd->add_option("file", files, "trace file; several files or a folder: one trace per rank of a job")->required();
   af.attach(*analyze_cmd);
+  static std::string cp_spec;
+  static bool cp_launch_edges = false;
+  analyze_cmd->add_option("--critical-path", cp_spec,
+                          "HTA's critical path of one iteration: N (ProfilerStep#N), NAME[@K|@A-B] (HTA's annotation and "
+                          "instance_id) or all; with --steps complete on HTA's default events");
+  analyze_cmd->add_flag("--cp-launch-edges", cp_launch_edges,
+                        "critical path: a zero-weight edge from every launch to its kernel (HTA's CRITICAL_PATH_ADD_ZERO_WEIGHT_LAUNCH_EDGE=1)");
   analyze_cmd->callback([] {
-    if (files.size() > 1 || std::filesystem::is_directory(files[0])) return analyze_ranks_command(files, af.steps, af.top, af.json);
+    if (files.size() > 1 || std::filesystem::is_directory(files[0])) {
+      if (!cp_spec.empty()) bad_input("--critical-path: applies to one trace, not to several ranks' traces");
+      return analyze_ranks_command(files, af.steps, af.top, af.json);
+    }
     const std::string& file = files[0];
     const StepWindow window = parse_steps(af.steps);
+    std::optional<CriticalPath> cpath;
+    if (!cp_spec.empty())
+      cpath = critical_path(file, {parse_critical_path(cp_spec), window.kind == StepWindow::Kind::complete, cp_launch_edges, af.top});
     TraceData t = load_trace_file(file);
     const StepTable table = step_table(t, af.opt);
     const GpuMetrics metrics = gpu_metrics(t);
@@ -300,6 +315,7 @@ void add_trace(CLI::App& app) {
       j["step_table"] = {{"rows", rows}, {"slowest", table.slowest}};
       j["gpu_metrics"] = gpu_metrics_json(metrics);
       j["memory"] = memory_json(memory);
+      if (cpath) j["critical_path"] = critical_path_json(*cpath);
       fmt::print("{}\n", j.dump(2));
       return;
     }
@@ -308,6 +324,7 @@ void add_trace(CLI::App& app) {
     print_steps(table);
     print_gpu_metrics(metrics);
     print_memory(memory);
+    if (cpath) fmt::print("{}", format_critical_path(*cpath));
   });
 
   auto* diff_cmd = trace->add_subcommand("diff", "per-kernel count and time differences between two traces");

@@ -32,45 +32,94 @@ struct Span {
   Ns start = std::numeric_limits<Ns>::max(), end = std::numeric_limits<Ns>::min();
 };
 
-// Keeps element i of every column of `c` where keep(i).
-template <class Keep> void keep_gpu(GpuOps& g, Keep keep) {
+// The elements i of a column set listed in idx, in that order.
+GpuOps gpu_at(const GpuOps& g, const std::vector<size_t>& idx) {
   GpuOps out;
-  for (size_t i = 0; i < g.size(); ++i)
-    if (keep(g.correlation[i])) {
-      out.push(g.ts[i], g.dur[i], g.device[i], g.stream[i], g.name[i]);
-      out.correlation.push_back(g.correlation[i]), out.bytes.push_back(g.bytes[i]), out.kind.push_back(g.kind[i]);
-      out.blocks_per_sm.push_back(g.blocks_per_sm[i]), out.occupancy_pct.push_back(g.occupancy_pct[i]);
-    }
-  g = std::move(out);
+  for (size_t i : idx) {
+    out.push(g.ts[i], g.dur[i], g.device[i], g.stream[i], g.name[i]);
+    out.correlation.push_back(g.correlation[i]), out.bytes.push_back(g.bytes[i]), out.kind.push_back(g.kind[i]);
+    out.blocks_per_sm.push_back(g.blocks_per_sm[i]), out.occupancy_pct.push_back(g.occupancy_pct[i]);
+  }
+  return out;
 }
-template <class Keep> void keep_stream_events(StreamEvents& s, Keep keep) {
+StreamEvents stream_at(const StreamEvents& s, const std::vector<size_t>& idx) {
   StreamEvents out;
-  for (size_t i = 0; i < s.size(); ++i)
-    if (keep(s.correlation[i])) {
-      out.push(s.ts[i], s.dur[i], s.device[i], s.stream[i], s.name[i]);
-      out.correlation.push_back(s.correlation[i]);
-    }
-  s = std::move(out);
+  for (size_t i : idx) {
+    out.push(s.ts[i], s.dur[i], s.device[i], s.stream[i], s.name[i]);
+    out.correlation.push_back(s.correlation[i]);
+  }
+  return out;
 }
-template <class Keep> void keep_host(HostEvents& h, Keep keep) {
+HostEvents host_at(const HostEvents& h, const std::vector<size_t>& idx) {
   HostEvents out;
-  for (size_t i = 0; i < h.size(); ++i)
-    if (keep(h.ts[i])) {
-      out.ts.push_back(h.ts[i]), out.dur.push_back(h.dur[i]), out.correlation.push_back(h.correlation[i]);
-      out.name.push_back(h.name[i]), out.kind.push_back(h.kind[i]);
-    }
-  h = std::move(out);
+  for (size_t i : idx) {
+    out.ts.push_back(h.ts[i]), out.dur.push_back(h.dur[i]), out.correlation.push_back(h.correlation[i]);
+    out.name.push_back(h.name[i]), out.kind.push_back(h.kind[i]);
+  }
+  return out;
+}
+template <class Keep> std::vector<size_t> where(size_t n, Keep keep) {
+  std::vector<size_t> idx;
+  for (size_t i = 0; i < n; ++i)
+    if (keep(i)) idx.push_back(i);
+  return idx;
 }
 
 // Host events with `keep(ts)`, and the GPU ops and stream events whose correlation one of them carries.
 template <class Keep> void keep_launched_by(TraceData& t, Keep keep) {
-  keep_host(t.host, keep);
+  t.host = host_at(t.host, where(t.host.size(), [&](size_t i) { return keep(t.host.ts[i]); }));
   std::unordered_set<int64_t> launched;
   for (size_t i = 0; i < t.host.size(); ++i)
     if (t.host.correlation[i] >= 0) launched.insert(t.host.correlation[i]);
   auto kept = [&](int64_t corr) { return corr >= 0 && launched.count(corr) > 0; };
-  keep_gpu(t.gpu, kept);
-  keep_stream_events(t.stream_events, kept);
+  t.gpu = gpu_at(t.gpu, where(t.gpu.size(), [&](size_t i) { return kept(t.gpu.correlation[i]); }));
+  t.stream_events = stream_at(t.stream_events, where(t.stream_events.size(), [&](size_t i) { return kept(t.stream_events.correlation[i]); }));
+}
+
+// The events of each step in one pass: a host event belongs to every step whose span holds its
+// start, a GPU op or stream event to the steps of the host events that carry its correlation.
+struct StepEvents {
+  std::vector<size_t> host, gpu, stream;
+};
+std::vector<StepEvents> events_by_step(const TraceData& t, const std::vector<Span>& spans) {
+  std::vector<StepEvents> out(spans.size());
+  std::vector<size_t> order(spans.size());
+  for (size_t i = 0; i < order.size(); ++i) order[i] = i;
+  std::sort(order.begin(), order.end(), [&](size_t a, size_t b) { return spans[a].start < spans[b].start; });
+  std::vector<Ns> starts;
+  bool ends_rise = true;  // then the steps holding a time are the last ones starting before it, back to the first that ended
+  for (size_t k = 0; k < order.size(); ++k) {
+    starts.push_back(spans[order[k]].start);
+    if (k > 0 && spans[order[k]].end < spans[order[k - 1]].end) ends_rise = false;
+  }
+  std::unordered_map<int64_t, std::vector<size_t>> steps_of;  // correlation -> steps of the host events carrying it
+  auto take = [&](size_t i, size_t step) {
+    out[step].host.push_back(i);
+    if (const int64_t c = t.host.correlation[i]; c >= 0) {
+      std::vector<size_t>& v = steps_of[c];
+      if (std::find(v.begin(), v.end(), step) == v.end()) v.push_back(step);
+    }
+  };
+  for (size_t i = 0; i < t.host.size(); ++i) {
+    const Ns ts = t.host.ts[i];
+    if (!ends_rise) {
+      for (size_t s = 0; s < spans.size(); ++s)
+        if (ts >= spans[s].start && ts <= spans[s].end) take(i, s);
+      continue;
+    }
+    for (size_t k = static_cast<size_t>(std::upper_bound(starts.begin(), starts.end(), ts) - starts.begin()); k-- > 0;) {
+      if (spans[order[k]].end < ts) break;
+      take(i, order[k]);
+    }
+  }
+  auto assign = [&](const std::vector<int64_t>& corr, std::vector<size_t> StepEvents::*list) {
+    for (size_t i = 0; i < corr.size(); ++i)
+      if (auto it = steps_of.find(corr[i]); corr[i] >= 0 && it != steps_of.end())
+        for (size_t s : it->second) (out[s].*list).push_back(i);
+  };
+  assign(t.gpu.correlation, &StepEvents::gpu);
+  assign(t.stream_events.correlation, &StepEvents::stream);
+  return out;
 }
 }  // namespace
 
@@ -133,10 +182,20 @@ StepTable step_table(const TraceData& t, const AnalyzeOptions& opt) {
       s.start = std::min(s.start, t.host.ts[i]), s.end = std::max(s.end, t.host.ts[i] + t.host.dur[i]);
     }
   StepTable table;
+  std::vector<Span> spans;
+  for (const auto& [n, span] : steps) spans.push_back(span);
+  const std::vector<StepEvents> by_step = events_by_step(t, spans);
+  // One step's events at a time (the names copied once), and only the two parts of analyze() a row reads.
+  TraceData one;
+  one.names = t.names;
+  size_t k = 0;
   for (const auto& [n, span] : steps) {
-    TraceData one = t;
-    keep_launched_by(one, [&](Ns ts) { return ts >= span.start && ts <= span.end; });
-    const Report r = analyze(one, opt);
+    const StepEvents& part = by_step[k++];
+    one.host = host_at(t.host, part.host), one.gpu = gpu_at(t.gpu, part.gpu), one.stream_events = stream_at(t.stream_events, part.stream);
+    Report r;
+    r.options = opt;
+    summarize_gpu(one, r);
+    analyze_host(one, r);
     StepRow row{n, span.start, span.end - span.start};
     for (const auto& [dev, d] : r.devices)
       row.kernels += d.kernels, row.kernel_time += d.kernel_time, row.gpu_span += d.span(), row.gpu_busy += d.busy;

@@ -88,4 +88,19 @@ if(Python3_FOUND)
            COMMAND ${Python3_EXECUTABLE} ${CMAKE_SOURCE_DIR}/scripts/trace_reference.py --kernelab $<TARGET_FILE:kernelab>
                    --skip-missing ${CMAKE_SOURCE_DIR}/../shared/data/traces)
   set_tests_properties(trace_reference_real PROPERTIES SKIP_RETURN_CODE 77)
+  # The critical path against scripts/trace_reference_cpath.py: the second ProfilerStep of every
+  # trace with steps, in HTA's default event set and edges (a trace without one must be refused by
+  # both); every trace whole with zero-weight launch edges; the project's own traces with HTA's
+  # default edges.
+  add_test(NAME trace_reference_critical_path_steps
+           COMMAND ${Python3_EXECUTABLE} ${CMAKE_SOURCE_DIR}/scripts/trace_reference.py --kernelab $<TARGET_FILE:kernelab>
+                   --steps complete --critical-path ProfilerStep@1 ${CMAKE_SOURCE_DIR}/tests/data/hta_traces
+                   ${CMAKE_SOURCE_DIR}/tests/data/pytorch_traces)
+  add_test(NAME trace_reference_critical_path_whole
+           COMMAND ${Python3_EXECUTABLE} ${CMAKE_SOURCE_DIR}/scripts/trace_reference.py --kernelab $<TARGET_FILE:kernelab>
+                   --critical-path all --cp-launch-edges ${CMAKE_SOURCE_DIR}/tests/data/traces
+                   ${CMAKE_SOURCE_DIR}/tests/data/hta_traces ${CMAKE_SOURCE_DIR}/tests/data/pytorch_traces)
+  add_test(NAME trace_reference_critical_path_own
+           COMMAND ${Python3_EXECUTABLE} ${CMAKE_SOURCE_DIR}/scripts/trace_reference.py --kernelab $<TARGET_FILE:kernelab>
+                   --critical-path all ${CMAKE_SOURCE_DIR}/tests/data/traces)
 endif()
