@@ -286,27 +286,17 @@ template <int N> KL_PTX_FN void fence_operands(float (&r)[N]) {
                : __VA_ARGS__                                                                                \
                : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(desc_b), "r"(scale_d)                    \
                : "memory");
-// 8-bit types have no transpose immediates: A and B are always K-major.
-#define KL_WGMMA_SS_8BIT(INSTR, N, DECODE, D, A, B, SCALE, ...)                                          \
-  asm volatile("{\n.reg .pred p;\nsetp.ne.b32 p, " SCALE ", 0;\n" INSTR " " D ", " A ", " B ", p, 1, 1;\n}\n"    \
-               : __VA_ARGS__                                                                                \
-               : "l"(desc_a), "l"(desc_b), "r"(scale_d)                                                    \
-               : "memory");
 #elif defined(KL_PTX_ASM)
-#define KL_WGMMA_SS_8BIT(...) static_assert(detail::kDependentFalse<Guard>, "wgmma needs sm_90a");
 #define KL_WGMMA_SS(...) static_assert(detail::kDependentFalse<Guard>, "wgmma needs sm_90a");
 #define KL_WGMMA_RS(...) static_assert(detail::kDependentFalse<Guard>, "wgmma needs sm_90a");
 #define KL_WGMMA_RS_MN(...) static_assert(detail::kDependentFalse<Guard>, "wgmma needs sm_90a");
 #elif defined(KL_PTX_TWIN)
 #define KL_WGMMA_SS(INSTR, N, DECODE, ...) kl::sim::hopper::wgmma<N>(d, {desc_a, desc_b, {}, scale_d, false, false}, DECODE, INSTR, kl_site);
-#define KL_WGMMA_SS_8BIT(INSTR, N, DECODE, ...) \
-  kl::sim::hopper::wgmma<N, 32>(d, {desc_a, desc_b, {}, scale_d, false, false}, DECODE, INSTR, kl_site);
 #define KL_WGMMA_RS(INSTR, N, DECODE, ...) \
   kl::sim::hopper::wgmma<N>(d, {0, desc_b, {a[0], a[1], a[2], a[3]}, scale_d, true, false}, DECODE, INSTR, kl_site);
 #define KL_WGMMA_RS_MN(INSTR, N, DECODE, ...) \
   kl::sim::hopper::wgmma<N>(d, {0, desc_b, {a[0], a[1], a[2], a[3]}, scale_d, true, true}, DECODE, INSTR, kl_site);
 #else
-#define KL_WGMMA_SS_8BIT(...)
 #define KL_WGMMA_SS(...)
 #define KL_WGMMA_RS(...)
 #define KL_WGMMA_RS_MN(...)
@@ -340,25 +330,6 @@ KL_PTX_WGMMA(64, f16, KL_WGMMA_D32, KL_WGMMA_D32_OUT, "%32", "%33", "%34", "{%32
 KL_PTX_WGMMA(128, bf16, KL_WGMMA_D64, KL_WGMMA_D64_OUT, "%64", "%65", "%66", "{%64, %65, %66, %67}", "%68", "%69")
 KL_PTX_WGMMA(128, f16, KL_WGMMA_D64, KL_WGMMA_D64_OUT, "%64", "%65", "%66", "{%64, %65, %66, %67}", "%68", "%69")
 #undef KL_PTX_WGMMA
-
-// wgmma.mma_async.sync.aligned.m64nNk32.f32.{e4m3,e5m2}.{e4m3,e5m2}: D (64 x N, N/2 f32 per thread)
-// += A B with 8-bit A (64 x 32) and B (32 x N) from shared memory, both K-major (the only layout
-// 8-bit wgmma takes). A row of 32 one-byte elements spans the same 32 bytes as 16 bf16, so the
-// descriptors are those of the 16-bit wgmma: a 128-byte swizzle row holds 128 k, and the k32 steps
-// move the start 32 bytes. D's layout is the 16-bit wgmma's.
-#define KL_PTX_WGMMA_8BIT(N, TYPE, D, D_OUT, A, B, SCALE)                                                     \
-  template <class Guard = void>                                                                             \
-  KL_PTX_FN void wgmma_m64n##N##k32_f32_##TYPE##_ss(float(&d)[N / 2], uint64_t desc_a, uint64_t desc_b,       \
-                                                    int scale_d KL_PTX_SITE) {                              \
-    KL_WGMMA_SS_8BIT("wgmma.mma_async.sync.aligned.m64n" #N "k32.f32." #TYPE "." #TYPE, N, KL_WGMMA_DECODE(TYPE), \
-                     D, A, B, SCALE, D_OUT)                                                                 \
-  }
-KL_PTX_WGMMA_8BIT(64, e4m3, KL_WGMMA_D32, KL_WGMMA_D32_OUT, "%32", "%33", "%34")
-KL_PTX_WGMMA_8BIT(64, e5m2, KL_WGMMA_D32, KL_WGMMA_D32_OUT, "%32", "%33", "%34")
-KL_PTX_WGMMA_8BIT(128, e4m3, KL_WGMMA_D64, KL_WGMMA_D64_OUT, "%64", "%65", "%66")
-KL_PTX_WGMMA_8BIT(128, e5m2, KL_WGMMA_D64, KL_WGMMA_D64_OUT, "%64", "%65", "%66")
-#undef KL_PTX_WGMMA_8BIT
-#undef KL_WGMMA_SS_8BIT
 #undef KL_WGMMA_DECODE
 #undef KL_WGMMA_SS
 #undef KL_WGMMA_RS

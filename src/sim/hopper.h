@@ -310,12 +310,11 @@ inline Descriptor decode(std::uint64_t d) {
   return {std::uintptr_t(d & 0x3FFF) << 4, std::uintptr_t(d >> 16 & 0x3FFF) << 4, std::uintptr_t(d >> 32 & 0x3FFF) << 4,
           unsigned(d >> 62)};
 }
-// The host address of element (mn, k) of a K-major operand (row mn of A, column mn of B), elements
-// of `bytes` (2 for f16/bf16, 1 for e4m3/e5m2: a core matrix row of 16 bytes is 8 or 16 elements).
-// No swizzle: 8x16-byte core matrices, SBO apart along M/N and LBO apart along K. Swizzled: rows
-// of the swizzle width, 8-row atoms SBO apart, the chunks XOR-permuted.
-inline const unsigned char* operand_at(const Descriptor& d, unsigned mn, unsigned k, unsigned bytes = 2) {
-  const std::uintptr_t kb = std::uintptr_t(bytes) * k;
+// The host address of element (mn, k) of a K-major operand (row mn of A, column mn of B), 2-byte
+// elements. No swizzle: 8x16-byte core matrices, SBO apart along M/N and LBO apart along K.
+// Swizzled: rows of the swizzle width, 8-row atoms SBO apart, the chunks XOR-permuted.
+inline const unsigned char* operand_at(const Descriptor& d, unsigned mn, unsigned k) {
+  const std::uintptr_t kb = 2 * k;
   std::uintptr_t a;
   if (d.swizzle_mode == 0) {
     a = d.start + mn / 8 * d.sbo + kb / 16 * d.lbo + mn % 8 * 16 + kb % 16;
@@ -323,7 +322,7 @@ inline const unsigned char* operand_at(const Descriptor& d, unsigned mn, unsigne
     const std::uintptr_t width = d.swizzle_mode == 1 ? 128 : d.swizzle_mode == 2 ? 64 : 32;
     a = swizzle(d.start + mn / 8 * d.sbo + mn % 8 * width + kb, d.swizzle_mode);
   }
-  return static_cast<const unsigned char*>(kl::sim::detail::dynamic_shared_at(a, bytes));
+  return static_cast<const unsigned char*>(kl::sim::detail::dynamic_shared_at(a, 2));
 }
 
 // The host address of element (mn, k) of an MN-major operand (B with imm-trans-b: N contiguous).
@@ -340,18 +339,17 @@ inline const unsigned char* operand_at_mn(const Descriptor& d, unsigned mn, unsi
   }
   return static_cast<const unsigned char*>(kl::sim::detail::dynamic_shared_at(a, 2));
 }
-inline const unsigned char* operand_at(const Descriptor& d, unsigned mn, unsigned k, bool mn_major, unsigned bytes) {
-  return mn_major ? operand_at_mn(d, mn, k) : operand_at(d, mn, k, bytes);
+inline const unsigned char* operand_at(const Descriptor& d, unsigned mn, unsigned k, bool mn_major) {
+  return mn_major ? operand_at_mn(d, mn, k) : operand_at(d, mn, k);
 }
 
-// Every element a descriptor names for an operand of `rows` (64 for A, N for B) x `depth` (the
-// instruction's K) lies in the block's dynamic shared memory.
-inline void check_operand(std::uint64_t desc, unsigned rows, unsigned depth, bool mn_major, unsigned bytes, const char* operand,
-                          const char* what, const Site& site) {
+// Every element a descriptor names for an operand of `rows` (64 for A, N for B) x 16 lies in
+// the block's dynamic shared memory.
+inline void check_operand(std::uint64_t desc, unsigned rows, bool mn_major, const char* operand, const char* what, const Site& site) {
   const Descriptor d = decode(desc);
   for (unsigned mn = 0; mn < rows; ++mn)
-    for (unsigned k = 0; k < depth; k += mn_major ? 1 : depth - 1)
-      if (!operand_at(d, mn, k, mn_major, bytes))
+    for (unsigned k = 0; k < 16; k += mn_major ? 1 : 15)
+      if (!operand_at(d, mn, k, mn_major))
         fault(std::string(what) + ": the " + operand + " descriptor names bytes outside the block's dynamic shared memory "
                                   "(the simulator's wgmma reads extern __shared__ tiles only)", site);
 }
@@ -364,16 +362,13 @@ struct WgmmaCall {
   bool b_mn_major;  // imm-trans-b: B's N elements contiguous
 };
 
-// wgmma.mma_async.sync.aligned.m64nNkK.f32: D (64 x N, f32, N/2 per thread) = A (64 x K) B (K x N)
-// + (scale_d ? D : 0), K = 16 for {f16,bf16} (2-byte elements) and 32 for {e4m3,e5m2} (1-byte,
-// K-major only, A from shared memory only). Issue checks the warpgroup, its fence and the
+// wgmma.mma_async.sync.aligned.m64nNk16.f32.{f16,bf16}: D (64 x N, f32, N/2 per thread) =
+// A (64 x 16) B (16 x N) + (scale_d ? D : 0). Issue checks the warpgroup, its fence and the
 // operands; the multiply runs at the wgmma.wait_group that covers it.
 //   D:  thread (warp w, lane g*4+t), d[i]: row 16w + g + 8((i%4)/2), column 8(i/4) + 2t + i%2
 //   A from registers: a[r], half e: row 16w + g + 8(r&1), column 2t + e + 8(r>>1) (as mma.sync's A)
-template <int N, int K = 16, class Decode>
+template <int N, class Decode>
 void wgmma(float* d, const WgmmaCall& call, Decode decode_element, const char* what, const Site& site) {
-  static_assert(K == 16 || K == 32, "wgmma with floating-point inputs: k16 (16-bit types) or k32 (8-bit types)");
-  constexpr unsigned kBytes = 32 / K;  // a K-deep row is 32 bytes either way
   kl::sim::detail::AsyncCopies& q = kl::sim::detail::async_copies();
   if (!q.wgmma_fenced)
     fault(std::string(what) + " with no wgmma.fence before it since the warpgroup's last wgmma.wait_group (or the kernel's start)",
@@ -382,11 +377,9 @@ void wgmma(float* d, const WgmmaCall& call, Decode decode_element, const char* w
   for (const WgmmaCall& o : all)
     if (o.desc_a != call.desc_a || o.desc_b != call.desc_b || o.scale_d != call.scale_d)
       fault(std::string(what) + ": the warpgroup's threads passed different descriptors or scale-d", site);
-  if (K == 32 && (call.a_in_registers || call.b_mn_major))
-    fault(std::string(what) + ": 8-bit wgmma with A from registers or B MN-major is not simulated", site);
-  if (!call.a_in_registers) check_operand(call.desc_a, 64, K, false, kBytes, "A", what, site);
-  check_operand(call.desc_b, N, K, call.b_mn_major, kBytes, "B", what, site);
-  kl::sim::detail::profile_note(kl::sim::detail::Counted::wgmma, nullptr, unsigned(N / 8 * (K / 16)), kl::sim::detail::site_key(site));
+  if (!call.a_in_registers) check_operand(call.desc_a, 64, false, "A", what, site);
+  check_operand(call.desc_b, N, call.b_mn_major, "B", what, site);
+  kl::sim::detail::profile_note(kl::sim::detail::Counted::wgmma, nullptr, unsigned(N / 8), kl::sim::detail::site_key(site));
   const unsigned tid = kl::sim::detail::thread_rank() % 128, w = tid / 32, g = tid % 32 / 4, t = tid % 4;
   std::vector<std::uint32_t> a_regs;
   if (call.a_in_registers)
@@ -395,8 +388,8 @@ void wgmma(float* d, const WgmmaCall& call, Decode decode_element, const char* w
                        const Descriptor da = decode(call.desc_a), db = decode(call.desc_b);
                        auto a_at = [&](unsigned row, unsigned k) -> float {
                          if (!call.a_in_registers) {
-                           std::uint32_t bits = 0;
-                           std::memcpy(&bits, operand_at(da, row, k, false, kBytes), kBytes);
+                           std::uint16_t bits;
+                           std::memcpy(&bits, operand_at(da, row, k), 2);
                            return decode_element(bits);
                          }
                          // The thread of warp row/16, g = row%8, t = (k%8)/2 holds it in register (row%16)/8 + 2(k/8).
@@ -406,9 +399,9 @@ void wgmma(float* d, const WgmmaCall& call, Decode decode_element, const char* w
                        for (int i = 0; i < N / 2; ++i) {
                          const unsigned row = 16 * w + g + 8 * ((i % 4) / 2), col = 8 * (i / 4) + 2 * t + i % 2;
                          float acc = call.scale_d ? d[i] : 0.0f;
-                         for (unsigned k = 0; k < K; ++k) {
-                           std::uint32_t b = 0;
-                           std::memcpy(&b, operand_at(db, col, k, call.b_mn_major, kBytes), kBytes);
+                         for (unsigned k = 0; k < 16; ++k) {
+                           std::uint16_t b;
+                           std::memcpy(&b, operand_at(db, col, k, call.b_mn_major), 2);
                            acc = acc + a_at(row, k) * decode_element(b);
                          }
                          d[i] = acc;

@@ -13,7 +13,7 @@
 #include <cstdlib>
 #include <cstring>
 
-#include "cuda/ptx.h"
+#include "cuda/ptx_sm90_fp8.h"
 
 #define CHECK(call)                                                                \
   do {                                                                             \

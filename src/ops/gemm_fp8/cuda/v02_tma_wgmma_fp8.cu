@@ -5,6 +5,7 @@
 // mma.sync e4m3 is lowered to f16 HMMA on sm_90a, and no thread computes an operand address.
 // Block scaling: each stage's sums land in a fresh fp32 partial, promoted into the fp32 total
 // times sa * sw once per 128 k (DeepSeek-V3's interval); a tensor scale: one sum, scaled at the end.
+#include "cuda/ptx_sm90_fp8.h"
 #include "ops/gemm_fp8/gemm_fp8.h"
 #include "ops/gemm/cuda/hopper_tile.cuh"  // aligned_smem, kAlignSlack, device_cc
 #include "ops/gemm_w8a8/cuda/k32_tile.cuh"  // store_pair
