@@ -99,7 +99,7 @@ __global__ void __launch_bounds__(kThreads, 1)
   Smem& s = *gemm_hopper::aligned_smem<Smem>(raw);
   const int c = threadIdx.x / 128, tid = threadIdx.x % 128;
   const Ring ring{s, &map_a, &map_w, static_cast<int>(blockIdx.y) * kBM, static_cast<int>(blockIdx.x) * kBN};
-  const int tiles = (o.k + kBK - 1) / kBK;
+  const int tiles = (o.k + kBK - 1) / kBK;  // k slices; with block scaling, also the scale blocks along k (k % 128 == 0)
   if (threadIdx.x == 0) {
     ring.init();
     for (int kt = 0; kt < kStages && kt < tiles; ++kt) ring.producer_issue(kt);
