@@ -187,6 +187,36 @@ TEST(GemmFp8Profile, MmaFp8CountsItsTensorInstructionsAndReadsTheOperandsOnce) {
   EXPECT_EQ(sum("sim__ldsm_bank_conflicts.sum"), 0);
   EXPECT_NEAR(sum("model__dram_bytes_read.sum"), operands + 4 * (256 * 2 + 2 * 2), 0.05 * operands);
 }
+
+// cuda_tma_wgmma_fp8 at 256^3 in the simulator, both scalings: one wgmma m64n128k32 e4m3 per
+// 2*64*128*32 FLOPs, counted per warp (4 per warpgroup instruction), its FLOPs those of k32
+// instructions; A and W arrive by TMA only, a 128 x 128 box of each per block and 128-deep k slice
+// (2 x 2 blocks, 2 slices), each operand read by two blocks but from DRAM about once.
+TEST(GemmFp8Profile, TmaWgmmaFp8CountsK32InstructionsAndMovesTheOperandsByTma) {
+  for (const char* scaling : {"block", "tensor"}) {
+    const kl::test::CliResult r = kl::test::run_kernelab(std::string("sim profile gemm_fp8 --dtype bf16 --m 256 --n 256 --k 256 --scaling ") +
+                                                         scaling + " --variant cuda_tma_wgmma_fp8 --json");
+    ASSERT_EQ(r.code, 0) << r.err;
+    const nlohmann::json j = nlohmann::json::parse(r.out);
+    ASSERT_EQ(j["rungs"].size(), 1u) << r.out;
+    const nlohmann::json& rung = j["rungs"][0];
+    EXPECT_TRUE(rung["checked"].get<bool>()) << scaling << ": " << rung["check_failure"];
+    auto sum = [&](const std::string& metric) {
+      double s = 0;
+      for (const nlohmann::json& k : rung["kernels"]) s += k["metrics"].value(metric, -1.0);
+      return s;
+    };
+    const double flops = 2.0 * 256 * 256 * 256, operands = 2.0 * 256 * 256;
+    const double scales = std::string(scaling) == "block" ? 256 * 2 + 2 * 2 : 2;
+    EXPECT_EQ(sum("sm__inst_executed_pipe_tensor_op_gmma.sum"), 4 * flops / (2 * 64 * 128 * 32)) << scaling;
+    EXPECT_EQ(sum("sim__tensor_flops.sum"), flops) << scaling;
+    EXPECT_EQ(sum("sim__inst_executed_mma_fp8.sum"), 0) << scaling << ": no mma.sync";
+    EXPECT_EQ(sum("sim__tma_ld_requests.sum"), 2 * 2 * 2 * 2) << scaling;
+    EXPECT_EQ(sum("sim__tma_ld_bytes.sum"), 2 * operands) << scaling << ": two blocks per operand tile";
+    EXPECT_EQ(sum("sim__ldgsts_bytes.sum"), 0) << scaling;
+    EXPECT_NEAR(sum("model__dram_bytes_read.sum"), operands + 4 * scales, 0.05 * operands) << scaling;
+  }
+}
 #endif
 
 }  // namespace

@@ -551,6 +551,29 @@ TEST(PtxNvcc, HopperWrappersAssembleForSm90a) {
   fs::remove_all(dir);
 }
 
+// The 8-bit wgmma wrappers through tests/sim/wgmma_fp8.cu: ptxas assembles them for sm_90a, the PTX
+// holds each shape and type, and for sm_80 the kernel body is left out and it still compiles.
+TEST(PtxNvcc, Fp8WgmmaWrappersAssembleForSm90a) {
+  REQUIRE_NVCC();
+  const std::string program = KERNELAB_SOURCE_DIR "/tests/sim/wgmma_fp8.cu";
+  const fs::path dir = fs::temp_directory_path() / ("kernelab-ptx-wgmma-fp8-" + std::to_string(getpid()));
+  fs::create_directories(dir);
+  const std::string base = "'" + nvcc() + "' -std=c++17 -I '" KERNELAB_SOURCE_DIR "/src' '" + program + "' ";
+  Outcome r = shell(base + "-arch=sm_90a -c -o '" + (dir / "w.o").string() + "'");
+  EXPECT_EQ(r.code, 0) << r.out;
+  r = shell(base + "-arch=sm_90a -ptx -o '" + (dir / "w.ptx").string() + "'");
+  ASSERT_EQ(r.code, 0) << r.out;
+  std::ifstream in(dir / "w.ptx");
+  std::stringstream text;
+  text << in.rdbuf();
+  for (const char* instr : {"wgmma.mma_async.sync.aligned.m64n64k32.f32.e4m3.e4m3", "wgmma.mma_async.sync.aligned.m64n128k32.f32.e4m3.e4m3",
+                            "wgmma.mma_async.sync.aligned.m64n64k32.f32.e5m2.e5m2", "wgmma.mma_async.sync.aligned.m64n128k32.f32.e5m2.e5m2"})
+    EXPECT_THAT(text.str(), HasSubstr(instr));
+  r = shell(base + "-arch=sm_80 -c -o '" + (dir / "w80.o").string() + "'");
+  EXPECT_EQ(r.code, 0) << r.out;
+  fs::remove_all(dir);
+}
+
 TEST(PtxNvcc, ThePtxHoldsEveryInstruction) {
   REQUIRE_NVCC();
   const auto [r90, ptx90] = compile("sm_90a", "-ptx");

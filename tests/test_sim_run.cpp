@@ -90,6 +90,19 @@ TEST(SimRun, WgmmaSharedMemoryLayouts) {
     EXPECT_THAT(r.out, HasSubstr(std::string("wgmma m64n64k16 bf16, ") + layout + ": 0 of 4096 wrong"));
 }
 
+// 8-bit wgmma (m64n64k32 and m64n128k32, e4m3 and e5m2) on 1-byte K-major layouts written by hand
+// (no swizzle, 32-, 64-, 128-byte swizzle): every element of D, so every lane's fragment, exact.
+TEST(SimRun, WgmmaFp8SharedMemoryLayouts) {
+  const SimResult r = sim_run(program("wgmma_fp8.cu"));
+  EXPECT_EQ(r.code, 0) << r.err;
+  for (const char* shape : {"m64n64k32", "m64n128k32"})
+    for (const char* type : {"e4m3", "e5m2"})
+      for (const char* layout : {"no swizzle", "32-byte swizzle", "64-byte swizzle", "128-byte swizzle"})
+        EXPECT_THAT(r.out, HasSubstr(std::string("wgmma ") + shape + " " + type + ", " + layout + ": 0 of " +
+                                     (std::string(shape) == "m64n64k32" ? "4096" : "8192") + " wrong"));
+  EXPECT_THAT(r.out, HasSubstr("wgmma fp8 layouts: all checks passed"));
+}
+
 // A CUTLASS-style Hopper GEMM (TMA into 128-byte-swizzled shared memory, full/empty mbarriers,
 // a producer and two consumer warpgroups, wgmma on descriptors, a TMA store): exact, and each
 // planted mistake caught.

@@ -251,8 +251,10 @@ void count_instruction(Session& s, const Event* e, const Event* end, std::vector
     case Kind::mma_f16: ++c.mma_f16, c.tensor_flops += 2 * 16 * 8 * 16; return;
     case Kind::mma_s8: ++c.mma_s8, c.tensor_flops += 2 * 16 * 8 * 32; return;
     case Kind::mma_f8: ++c.mma_f8, c.tensor_flops += 2 * 16 * 8 * 32; return;
-    case Kind::wgmma:  // each lane's share of its warp's 16 rows of m64nNk16, whatever the profiler's grouping
-      c.wgmma_lanes += lanes, c.tensor_flops += lanes * (2 * 16 * (8 * std::uint64_t(e->bytes)) * 16 / 32);
+    // Each lane's share of its warp's 16 rows of m64nNkK, whatever the profiler's grouping: the twins
+    // note bytes = N/8 x K/16 (k16 for 16-bit types, k32 for 8-bit), so N·K = 128·bytes.
+    case Kind::wgmma:
+      c.wgmma_lanes += lanes, c.tensor_flops += lanes * (2 * 16 * (128 * std::uint64_t(e->bytes)) / 32);
       return;
     case Kind::ldsm:
       ++c.ldsm_requests, wavefronts_of(e, end, c.ldsm_wavefronts, c.ldsm_ideal);

@@ -1,0 +1,66 @@
+// The simulator's twin of the 8-bit wgmma (src/cuda/ptx_sm90_fp8.h) on hopper.h's machinery:
+// wgmma.mma_async.sync.aligned.m64nNk32.f32.{e4m3,e5m2}, A and B K-major from shared memory
+// through descriptors, one byte an element (PTX ISA, "Asynchronous Warpgroup Level Matrix
+// Multiply-Accumulate": the K-major layouts are given in bytes, the same for 8- and 16-bit types).
+// The same checks and the same asynchrony as the 16-bit twin: a warpgroup collective after a
+// wgmma.fence, the multiply run at the wgmma.wait_group that covers it.
+#pragma once
+#include <cstdint>
+#include <cstring>
+#include <string>
+#include <tuple>
+#include <vector>
+
+namespace kl::sim::hopper {
+
+// The host address of element (mn, k) of a K-major 8-bit operand: byte k of row mn. No swizzle:
+// 8 x 16-byte core matrices SBO apart along M/N and LBO apart along K. Swizzled: rows of the
+// swizzle width, 8-row atoms SBO apart, the 16-byte chunks XOR-permuted.
+inline const unsigned char* operand_at_8bit(const Descriptor& d, unsigned mn, unsigned k) {
+  std::uintptr_t a;
+  if (d.swizzle_mode == 0) {
+    a = d.start + mn / 8 * d.sbo + k / 16 * d.lbo + mn % 8 * 16 + k % 16;
+  } else {
+    const std::uintptr_t width = d.swizzle_mode == 1 ? 128 : d.swizzle_mode == 2 ? 64 : 32;
+    a = swizzle(d.start + mn / 8 * d.sbo + mn % 8 * width + k, d.swizzle_mode);
+  }
+  return static_cast<const unsigned char*>(kl::sim::detail::dynamic_shared_at(a, 1));
+}
+
+// wgmma.mma_async m64nNk32 with 8-bit A (64 x 32) and B (32 x N): D = A B + (scale_d ? D : 0),
+// the products and sums in fp32. D as the 16-bit twin's: thread (warp w, lane 4g+t), d[i] at
+// row 16w + g + 8((i%4)/2), column 8(i/4) + 2t + i%2.
+template <int N, class Decode>
+void wgmma_8bit(float* d, std::uint64_t desc_a, std::uint64_t desc_b, int scale_d, Decode decode_element, const char* what,
+                const Site& site) {
+  constexpr unsigned kK = 32;
+  kl::sim::detail::AsyncCopies& q = kl::sim::detail::async_copies();
+  if (!q.wgmma_fenced)
+    fault(std::string(what) + " with no wgmma.fence before it since the warpgroup's last wgmma.wait_group (or the kernel's start)",
+          site);
+  const WgmmaCall call{desc_a, desc_b, {}, scale_d, false, false};
+  for (const WgmmaCall& o : warpgroup_exchange(call, what, site))
+    if (o.desc_a != desc_a || o.desc_b != desc_b || o.scale_d != scale_d)
+      fault(std::string(what) + ": the warpgroup's threads passed different descriptors or scale-d", site);
+  const Descriptor da = decode(desc_a), db = decode(desc_b);
+  for (const auto& [desc, rows, operand] : {std::tuple{da, 64u, "A"}, std::tuple{db, unsigned(N), "B"}})
+    for (unsigned mn = 0; mn < rows; ++mn)
+      if (!operand_at_8bit(desc, mn, 0) || !operand_at_8bit(desc, mn, kK - 1))
+        fault(std::string(what) + ": the " + operand + " descriptor names bytes outside the block's dynamic shared memory "
+                                  "(the simulator's wgmma reads extern __shared__ tiles only)", site);
+  // The profiler's bytes field is N/8 x K/16 (src/sim/runtime/profile.cpp: a lane's FLOPs over 128).
+  kl::sim::detail::profile_note(kl::sim::detail::Counted::wgmma, nullptr, unsigned(N / 8 * (kK / 16)), kl::sim::detail::site_key(site));
+  const unsigned tid = kl::sim::detail::thread_rank() % 128, w = tid / 32, g = tid % 32 / 4, t = tid % 4;
+  q.wgmma.push_back({[=] {
+                       for (int i = 0; i < N / 2; ++i) {
+                         const unsigned row = 16 * w + g + 8 * ((i % 4) / 2), col = 8 * (i / 4) + 2 * t + i % 2;
+                         float acc = scale_d ? d[i] : 0.0f;
+                         for (unsigned k = 0; k < kK; ++k)
+                           acc = acc + decode_element(*operand_at_8bit(da, row, k)) * decode_element(*operand_at_8bit(db, col, k));
+                         d[i] = acc;
+                       }
+                     },
+                     q.wgmma_committed});
+}
+
+}  // namespace kl::sim::hopper

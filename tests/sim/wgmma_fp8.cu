@@ -1,0 +1,110 @@
+// 8-bit wgmma (m64nNk32, e4m3 and e5m2 -> f32) on K-major shared-memory layouts written by hand
+// from the PTX ISA's description for 1-byte elements: no swizzle (8 x 16-byte core matrices, each
+// row 16 elements of k, LBO apart along K and SBO apart along M/N), and 32-, 64- and 128-byte
+// swizzle (rows of the swizzle width, i.e. 32, 64 or 128 k, 8-row atoms SBO apart, the 16-byte
+// chunk index XORed with the row within the atom's 128-byte lines). Every element of D is compared,
+// so every lane's fragment (d[i] at row 16w + g + 8((i%4)/2), column 8(i/4) + 2t + i%2). Small
+// integers, exact in both formats and in every fp32 sum, so a GPU run checks the twin bit for bit.
+// Build for a GPU: nvcc -arch=sm_90a -I src.
+#include <cuda_fp8.h>
+#include <cuda_runtime.h>
+
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+
+#include "cuda/ptx_sm90_fp8.h"
+
+#define CHECK(call)                                                                \
+  do {                                                                             \
+    cudaError_t e_ = (call);                                                       \
+    if (e_ != cudaSuccess) {                                                       \
+      fprintf(stderr, "%s:%d: %s\n", __FILE__, __LINE__, cudaGetErrorString(e_)); \
+      exit(1);                                                                     \
+    }                                                                              \
+  } while (0)
+
+constexpr int M = 64, K = 32, kMaxN = 128;
+enum Layout { kNone, kB32, kB64, kB128, kLayouts };
+const char* kNames[] = {"no swizzle", "32-byte swizzle", "64-byte swizzle", "128-byte swizzle"};
+
+// Byte offset of element (mn, k) of a K-major 8-bit operand in layout L, from a 1024-byte-aligned base.
+__host__ __device__ unsigned offset_of(int layout, int mn, int k) {
+  if (layout == kNone) return (mn / 8) * 256 + (k / 16) * 128 + (mn % 8) * 16 + k % 16;  // LBO 128, SBO 256
+  const unsigned width = layout == kB32 ? 32 : layout == kB64 ? 64 : 128, mask = width / 16 - 1;
+  const unsigned a = (mn / 8) * 8 * width + (mn % 8) * width + k;  // SBO = 8 rows of the width
+  return a ^ (((a >> 7) & mask) << 4);
+}
+
+template <int N, bool kE5m2>
+__global__ void one_warpgroup(const unsigned char* a, const unsigned char* b, float* d, int layout) {
+#if KL_PTX_SM90A
+  extern __shared__ __align__(1024) unsigned char smem[];
+  unsigned char* sa = smem;          // 64 rows: 8 KiB at the widest layout
+  unsigned char* sb = smem + 8192;   // N rows: 16 KiB at the widest
+  for (int e = threadIdx.x; e < M * K; e += blockDim.x) sa[offset_of(layout, e / K, e % K)] = a[e];
+  for (int e = threadIdx.x; e < N * K; e += blockDim.x) sb[offset_of(layout, e / K, e % K)] = b[e];
+  kl::ptx::fence_proxy_async();  // generic-proxy writes, then the async proxy (wgmma) reads them
+  __syncthreads();
+  const kl::ptx::Swizzle sw = layout == kNone ? kl::ptx::Swizzle::none
+                              : layout == kB32 ? kl::ptx::Swizzle::b32
+                              : layout == kB64 ? kl::ptx::Swizzle::b64
+                                               : kl::ptx::Swizzle::b128;
+  const unsigned width = layout == kB32 ? 32 : layout == kB64 ? 64 : 128;
+  const uint32_t lbo = layout == kNone ? 128 : 16, sbo = layout == kNone ? 256 : 8 * width;
+  const uint64_t da = kl::ptx::smem_descriptor(sa, lbo, sbo, sw), db = kl::ptx::smem_descriptor(sb, lbo, sbo, sw);
+  float acc[N / 2];
+  kl::ptx::wgmma_fence();
+  if constexpr (N == 64 && !kE5m2) kl::ptx::wgmma_m64n64k32_f32_e4m3_ss(acc, da, db, 0);
+  if constexpr (N == 64 && kE5m2) kl::ptx::wgmma_m64n64k32_f32_e5m2_ss(acc, da, db, 0);
+  if constexpr (N == 128 && !kE5m2) kl::ptx::wgmma_m64n128k32_f32_e4m3_ss(acc, da, db, 0);
+  if constexpr (N == 128 && kE5m2) kl::ptx::wgmma_m64n128k32_f32_e5m2_ss(acc, da, db, 0);
+  kl::ptx::wgmma_commit();
+  kl::ptx::wgmma_wait<0>();
+  kl::ptx::fence_operands(acc);
+  const int w = threadIdx.x / 32, g = threadIdx.x % 32 / 4, t = threadIdx.x % 4;
+  for (int i = 0; i < N / 2; ++i) d[(16 * w + g + 8 * ((i % 4) / 2)) * N + 8 * (i / 4) + 2 * t + i % 2] = acc[i];
+#endif
+}
+
+unsigned char encode(int v, bool e5m2) { return e5m2 ? __nv_fp8_e5m2(float(v)).__x : __nv_fp8_e4m3(float(v)).__x; }
+
+// One format and N over every layout; returns the number of layouts with a wrong element.
+template <int N, bool kE5m2> int check_all(unsigned char* da, unsigned char* db, float* dd) {
+  static int ai[M * K], bi[kMaxN * K];
+  unsigned char a[M * K], b[kMaxN * K];
+  for (int i = 0; i < M * K; ++i) ai[i] = (i * 7 + 3) % 9 - 4, a[i] = encode(ai[i], kE5m2);
+  for (int i = 0; i < N * K; ++i) bi[i] = (i * 5 + 1) % 7 - 3, b[i] = encode(bi[i], kE5m2);
+  CHECK(cudaMemcpy(da, a, M * K, cudaMemcpyHostToDevice));
+  CHECK(cudaMemcpy(db, b, N * K, cudaMemcpyHostToDevice));
+  int failed = 0;
+  for (int layout = 0; layout < kLayouts; ++layout) {
+    CHECK(cudaMemset(dd, 0xff, sizeof(float) * M * N));
+    one_warpgroup<N, kE5m2><<<1, 128, 8192 + 16384>>>(da, db, dd, layout);
+    CHECK(cudaDeviceSynchronize());
+    static float d[M * kMaxN];
+    CHECK(cudaMemcpy(d, dd, sizeof(float) * M * N, cudaMemcpyDeviceToHost));
+    int wrong = 0;
+    for (int i = 0; i < M; ++i)
+      for (int j = 0; j < N; ++j) {
+        int want = 0;
+        for (int l = 0; l < K; ++l) want += ai[i * K + l] * bi[j * K + l];
+        wrong += d[i * N + j] != float(want);
+      }
+    printf("wgmma m64n%dk32 %s, %s: %d of %d wrong\n", N, kE5m2 ? "e5m2" : "e4m3", kNames[layout], wrong, M * N);
+    failed += wrong != 0;
+  }
+  return failed;
+}
+
+int main() {
+  unsigned char *da, *db;
+  float* dd;
+  CHECK(cudaMalloc(&da, M * K));
+  CHECK(cudaMalloc(&db, kMaxN * K));
+  CHECK(cudaMalloc(&dd, sizeof(float) * M * kMaxN));
+  const int failed = check_all<64, false>(da, db, dd) + check_all<128, false>(da, db, dd) + check_all<64, true>(da, db, dd) +
+                     check_all<128, true>(da, db, dd);
+  if (failed == 0) printf("wgmma fp8 layouts: all checks passed\n");
+  return failed == 0 ? 0 : 1;
+}
