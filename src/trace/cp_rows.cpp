@@ -12,6 +12,7 @@
 #include "trace/byte_source.h"
 #include "trace/cp_graph.h"
 #include "trace/event_scanner.h"
+#include "trace/hta_int.h"
 
 namespace kl::trace::cp {
 
@@ -24,30 +25,6 @@ std::string_view trimmed(std::string_view s) {
   return s;
 }
 
-// Python's int() as HTA's parser applies it: integers, floats truncated, digit strings; else fallback.
-int64_t as_int(od::value v, int64_t fallback) {
-  od::json_type t;
-  if (v.type().get(t)) return fallback;
-  if (t == od::json_type::boolean) {
-    bool b = false;
-    return v.get_bool().get(b) ? fallback : int64_t{b};
-  }
-  if (t == od::json_type::number) {
-    int64_t i;
-    if (!v.get_int64().get(i)) return i;
-    double d;
-    if (!v.get_double().get(d) && std::isfinite(d) && std::fabs(d) < 9.2e18) return static_cast<int64_t>(d);
-    return fallback;
-  }
-  if (t == od::json_type::string) {
-    std::string_view s;
-    if (v.get_string().get(s)) return fallback;
-    int64_t i;
-    auto [end, ec] = std::from_chars(s.data(), s.data() + s.size(), i);
-    return ec == std::errc() && end == s.data() + s.size() ? i : fallback;
-  }
-  return fallback;
-}
 
 double as_double(std::string_view token) {
   token = trimmed(token);
@@ -116,10 +93,10 @@ Rows load_rows(const std::string& file) {
           std::string_view k;
           od::value x;
           if (arg.unescaped_key().get(k) || arg.value().get(x)) break;
-          if (k == "stream") e.stream = as_int(x, -1);
-          else if (k == "correlation") e.corr = as_int(x, -1);
-          else if (k == "wait_on_stream") e.wait_stream = as_int(x, -1);
-          else if (k == "wait_on_cuda_event_record_corr_id") e.wait_corr = as_int(x, -1);
+          if (k == "stream") e.stream = hta_int(x, -1);
+          else if (k == "correlation") e.corr = hta_int(x, -1);
+          else if (k == "wait_on_stream") e.wait_stream = hta_int(x, -1);
+          else if (k == "wait_on_cuda_event_record_corr_id") e.wait_corr = hta_int(x, -1);
         }
       }
     }

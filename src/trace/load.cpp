@@ -11,6 +11,7 @@
 
 #include "kernelab/error.h"
 #include "trace/event_scanner.h"
+#include "trace/hta_int.h"
 
 namespace kl::trace {
 
@@ -72,13 +73,13 @@ Ns parse_us_as_ns(std::string_view text) {
   return static_cast<Ns>(neg ? -ns : ns);
 }
 
-namespace {
-
-// An integer field as HTA reads it (Python int()): numbers truncate, strings of digits parse,
-// anything else is the fallback.
-int64_t as_int(od::value v, int64_t fallback) {
+int64_t hta_int(od::value v, int64_t fallback) {
   od::json_type t;
   if (v.type().get(t)) return fallback;
+  if (t == od::json_type::boolean) {
+    bool b = false;
+    return v.get_bool().get(b) ? fallback : int64_t{b};
+  }
   if (t == od::json_type::number) {
     int64_t i;
     if (!v.get_int64().get(i)) return i;
@@ -95,6 +96,9 @@ int64_t as_int(od::value v, int64_t fallback) {
   }
   return fallback;
 }
+
+namespace {
+
 
 // A number field, NaN when it is not a finite number.
 float as_float(od::value v) {
@@ -168,7 +172,7 @@ class Loader {
         f.has_dur = true;
         f.dur_text = v.raw_json_token();
       } else if (key == "pid") {
-        f.pid = as_int(v, -1);
+        f.pid = hta_int(v, -1);
         f.pid_text = v.raw_json_token();
       } else if (key == "tid") {
         f.tid_text = v.raw_json_token();
@@ -196,7 +200,7 @@ class Loader {
         std::string_view key, s;
         od::value v;
         if (field.unescaped_key().get(key) || field.value().get(v)) break;
-        if (key == "id") id = as_int(v, -1);
+        if (key == "id") id = hta_int(v, -1);
         else if (key == "name" && !v.get_string().get(s)) name = s;
       }
       if (id >= 0 && !name.empty()) t_.device_names[id] = name;
@@ -230,17 +234,17 @@ class Loader {
       std::string_view key;
       od::value x;
       if (field.unescaped_key().get(key) || field.value().get(x)) return;
-      if (key == "device") f.device = as_int(x, -1), f.has_device = true;
-      else if (key == "stream") f.stream = as_int(x, -1);
-      else if (key == "correlation") f.correlation = as_int(x, -1);
-      else if (key == "bytes") f.bytes = as_int(x, 0);
+      if (key == "device") f.device = hta_int(x, -1), f.has_device = true;
+      else if (key == "stream") f.stream = hta_int(x, -1);
+      else if (key == "correlation") f.correlation = hta_int(x, -1);
+      else if (key == "bytes") f.bytes = hta_int(x, 0);
       else if (key == "blocks per SM") f.blocks_per_sm = as_float(x);
-      else if (key == "Device Type") f.memory.device_type = as_int(x, -1);
-      else if (key == "Device Id") f.memory.device_id = as_int(x, -1);
-      else if (key == "Bytes") f.memory.bytes = as_int(x, 0);
-      else if (key == "Addr") f.memory.addr = as_int(x, -1);
-      else if (key == "Total Allocated") f.memory.total_allocated = as_int(x, -1);
-      else if (key == "Total Reserved") f.memory.total_reserved = as_int(x, -1);
+      else if (key == "Device Type") f.memory.device_type = hta_int(x, -1);
+      else if (key == "Device Id") f.memory.device_id = hta_int(x, -1);
+      else if (key == "Bytes") f.memory.bytes = hta_int(x, 0);
+      else if (key == "Addr") f.memory.addr = hta_int(x, -1);
+      else if (key == "Total Allocated") f.memory.total_allocated = hta_int(x, -1);
+      else if (key == "Total Reserved") f.memory.total_reserved = hta_int(x, -1);
       else if (key == "est. achieved occupancy %") f.occupancy_pct = as_float(x);
     }
   }
