@@ -126,7 +126,7 @@ cudaError_t capture(cudaStream_t stream, Work work);
 // ignores them unless a profile runs. `site` tells instructions apart: a return address or
 // site_key(a source location). The functions that report are not instrumented themselves
 // (KL_SIM_UNCOUNTED), so nothing is counted twice.
-enum class Counted : unsigned char { atomic, ldmatrix, cp_async, mma_f16, mma_s8, mma_f8, wgmma };  // wgmma: bytes = N / 8
+enum class Counted : unsigned char { atomic, ldmatrix, cp_async, mma_f16, mma_s8, mma_f8, wgmma };  // wgmma: bytes = N/8 x K/16
 void profile_note(Counted what, const void* address, unsigned bytes, std::uintptr_t site);
 // A TMA or bulk copy's global side: `instruction` for the call that issues it, then its bytes
 // inside the tensor, a contiguous piece at a time (null and 0 for none).
