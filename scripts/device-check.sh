@@ -1,165 +1,287 @@
 #!/usr/bin/env bash
-# The one command for a session with a lent GPU (see ../shared/device-runbook.md): builds for
-# sm_90a, runs every test, checks every variant on the GPU, benchmarks the default suite, and
-# writes results.json, gpu.txt and log.txt to $OUT (./out outside the device tool), with probe.json
-# (the GPU's measured ceilings), big/ (the memory-bound ladders on 256 MB+ working sets), sweeps/
-# (the execution-model and memory-hierarchy experiments), a CUPTI trace with its analysis, and ncu/
-# (the simulator's memory counts beside Nsight Compute's, scripts/ncu_compare.py). On a machine
-# without a GPU it does all it can (build, tests, CPU report and the CPU experiments) and says
-# plainly that no GPU was found. KERNELAB_BUILD=DIR reuses a build folder (default build-device).
+# The one command for a session with a lent GPU (see ../shared/device-runbook.md). It runs the
+# binaries scripts/device-prepare.sh built here (.device-bin.tar.xz, carried by the call), or builds
+# kernelab there when they will not run, then spends the window most valuable first:
+#   1. the GPU, driver and clocks; where the CUDA libraries were found
+#   2. the tests/sim programs on the chip (the simulator's twins against the instructions), and
+#      compute-sanitizer on the planted bugs the simulator's checkers catch
+#   3. probe --gpu (copy bandwidth, cuBLASLt rates): probe.json
+#   4. check --backend cuda, one process per op (a kernel that hangs costs its op alone): check/
+#   5. the gemm, attention and quantized ladders at their headline shapes (gemm/, attention/, quant/)
+#      and the memory-bound ladders on 256 MB working sets (big/): bench points, each timed only
+#      after its output passed the reference check (the points bench/results/h200/ keeps)
+#   6. the simulator's memory counts beside Nsight Compute's (ncu/), racecheck over rungs (sanitizer/)
+#   7. a CUPTI trace, the experiment sweeps, and `report --backend cuda` with the time left
+# Each step has its own budget under one deadline (KERNELAB_DEADLINE_S, default 540 s): a step that
+# would pass it is skipped with a line saying so. Everything lands in a work folder that is packed
+# into $OUT/results.tgz after every step (the device tool returns at most 8 files), beside
+# $OUT/log.txt and $OUT/summary.txt. Without a GPU it says so and stops, unless
+# KERNELAB_DEVICE_DRYRUN=1 (every step runs and fails fast: a test of this script).
 set -uo pipefail
 cd "$(dirname "$0")/.."
+root=$PWD
 OUT=${OUT:-./out}
 mkdir -p "$OUT"
+OUT=$(cd "$OUT" && pwd)
+W=${KERNELAB_DEVICE_WORK:-/tmp/kernelab-device}
+rm -rf "$W" && mkdir -p "$W"
 exec > >(tee "$OUT/log.txt") 2>&1
 start=$(date +%s)
-step() { echo; echo "== $* ($(( $(date +%s) - start )) s)"; }
-status=()
+deadline=${KERNELAB_DEADLINE_S:-540}
+failures=() skipped=()
+elapsed() { echo $(( $(date +%s) - start )); }
+pack() { tar czf "$OUT/results.tgz.part" -C "$W" . 2>/dev/null && mv "$OUT/results.tgz.part" "$OUT/results.tgz"; }
 
-step "machine"
+# step NAME BUDGET COMMAND...: COMMAND under a timeout of BUDGET seconds or the time left before the
+# deadline, whichever is less; skipped when under 15 s are left. Failures are listed at the end.
+# (The timeouts inside steps run --foreground, in this one's process group, so its kill reaches them.)
+step() {
+  local name=$1 budget=$2; shift 2
+  local left=$(( deadline - $(elapsed) ))
+  if [ "$left" -lt 15 ]; then
+    echo "== $name: skipped, $(elapsed) s of the ${deadline} s deadline are spent"; skipped+=("$name"); return 1
+  fi
+  [ "$budget" -gt "$left" ] && budget=$left
+  echo; echo "== $name ($(elapsed) s; at most $budget s)"
+  timeout -k 5 "$budget" "$@"
+  local rc=$?
+  [ $rc -eq 124 ] && echo "$name: stopped at its $budget s"
+  [ $rc -ne 0 ] && failures+=("$name (exit $rc)")
+  pack
+  return $rc
+}
+
+echo "== machine"
 gpu=0
 if command -v nvidia-smi >/dev/null && nvidia-smi -L >/dev/null 2>&1; then
   gpu=1
   nvidia-smi --query-gpu=name,driver_version,memory.total,clocks.sm,clocks.max.sm,clocks.mem,power.limit,temperature.gpu \
-    --format=csv | tee "$OUT/gpu.txt"
-else
-  echo "NO GPU FOUND: nvidia-smi is missing or lists no device; the CUDA checks and GPU benchmarks are skipped" | tee "$OUT/gpu.txt"
-fi
-echo "commit $(git describe --always --dirty --abbrev=12 2>/dev/null || echo unknown)" | tee -a "$OUT/gpu.txt"
-
-# Build dependencies the GPU image lacks come as .debs carried in .device-deps (scripts/device-deps.sh).
-if [ -d .device-deps ] && ls .device-deps/*.deb >/dev/null 2>&1; then
-  step "unpacking carried build dependencies"
-  prefix=/tmp/kernelab-deps
-  for f in .device-deps/*.deb; do dpkg -x "$f" "$prefix"; done
-  if ! command -v cuobjdump >/dev/null && ls .device-deps/nvidia_cuda_*.whl >/dev/null 2>&1; then
-    python3 -m pip install -q --no-index --no-deps .device-deps/nvidia_cuda_*.whl || status+=("cuobjdump wheels not installed")
-  fi
-  # cudnn-frontend's headers (the cuDNN peers), out of its wheel, where cmake/ops.cmake looks under CMAKE_PREFIX_PATH.
-  for w in .device-deps/nvidia_cudnn_frontend-*.whl; do
-    [ -f "$w" ] && python3 - "$w" "$prefix/usr" <<'PY'
-import sys, zipfile
-z = zipfile.ZipFile(sys.argv[1])
-z.extractall(sys.argv[2], [n for n in z.namelist() if n.startswith("include/")])
+    --format=csv | tee "$W/gpu.txt"
+  nvidia-smi -q > "$W/nvidia-smi-q.txt" 2>&1
+  # The host, for the CPU ladders on another x86 kind, and the NCCL the image's PyTorch carries.
+  lscpu > "$W/lscpu.txt" 2>&1
+  python3 - >> "$W/gpu.txt" 2>&1 <<'PY'
+import importlib.metadata as m
+def version(p):
+    try: return m.version(p)
+    except m.PackageNotFoundError: return "absent"
+print("; ".join(f"{p} {version(p)}" for p in ("torch", "nvidia-nccl-cu13", "nvidia-cublas", "nvidia-cudnn-cu13")))
 PY
-  done
-  export CMAKE_PREFIX_PATH="$prefix/usr${CMAKE_PREFIX_PATH:+:$CMAKE_PREFIX_PATH}"
-  export CPATH="$prefix/usr/include${CPATH:+:$CPATH}"
-  export LIBRARY_PATH="$prefix/usr/lib/x86_64-linux-gnu${LIBRARY_PATH:+:$LIBRARY_PATH}"
-  export LD_LIBRARY_PATH="$prefix/usr/lib/x86_64-linux-gnu:$prefix/usr/lib/x86_64-linux-gnu/openblas-pthread${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
-elif [ "$gpu" = 0 ]; then
-  bash scripts/install-deps.sh || status+=("install-deps failed")
+elif [ "${KERNELAB_DEVICE_DRYRUN:-0}" = 1 ]; then
+  echo "NO GPU FOUND: dry run, every step runs and is expected to fail fast" | tee "$W/gpu.txt"
+else
+  echo "NO GPU FOUND: nvidia-smi is missing or lists no device; nothing here needs this script" | tee "$W/gpu.txt"
+  pack; exit 1
 fi
-# The CUDA libraries may live in the Python packages of the image: report where.
-python3 - <<'PY' 2>/dev/null || true
+
+# The CUDA libraries: the toolkit's, then those of the image's Python packages (cuBLAS, cuDNN, NCCL, CUPTI).
+libdirs=$(python3 - <<'PY' 2>/dev/null
 import glob, site
-for d in site.getsitepackages():
-    for lib in sorted(glob.glob(d + "/nvidia/*/lib")):
-        print("CUDA library folder:", lib)
+print(":".join(sorted(d for p in site.getsitepackages() for d in glob.glob(p + "/nvidia/*/lib"))))
 PY
+)
+for d in /usr/local/cuda/lib64 /usr/local/cuda/targets/x86_64-linux/lib /usr/local/cuda/extras/CUPTI/lib64; do
+  [ -d "$d" ] && libdirs="$d${libdirs:+:$libdirs}"
+done
+echo "CUDA library folders: $libdirs" | tee -a "$W/gpu.txt"
+export LD_LIBRARY_PATH="$root/.device-bin/lib:$libdirs${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
+export PATH="$PATH:/usr/local/cuda/bin"
+export KERNELAB_PROBE_FILE="$W/host-ceilings.json"
 
-step "build"
-build=${KERNELAB_BUILD:-build-device}
-gencode="-gencode=arch=compute_80,code=sm_80;-gencode=arch=compute_90a,code=[sm_90a,compute_90a]"
-[ "$gpu" = 1 ] && gencode="-gencode=arch=compute_90a,code=[sm_90a,compute_90a]"  # only the chip at hand (its PTX kept for the static checks)
-if cmake -S . -B "$build" -G Ninja -DCMAKE_BUILD_TYPE=Release -DKERNELAB_CUDA_GENCODE="$gencode" >/dev/null &&
-   cmake --build "$build" -j "$(nproc)"; then
-  echo "build ok"
+if [ -f .device-bin.tar.xz ]; then  # scripts/device-prepare.sh's archive, as the call carried it
+  tar xJf .device-bin.tar.xz 2>/dev/null || python3 -c "import tarfile; tarfile.open('.device-bin.tar.xz').extractall()"
+fi
+echo "binaries built at $(cat .device-bin/commit 2>/dev/null || echo 'unknown (no .device-bin)'); CPU $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2)" |
+  tee -a "$W/gpu.txt"
+kl="$root/.device-bin/kernelab"
+if [ -x "$kl" ] && ldd "$kl" > "$W/ldd.txt" 2>&1 && ! grep -q "not found" "$W/ldd.txt" && "$kl" list > "$W/list.txt" 2>&1; then
+  echo "carried kernelab runs (libraries: $W/ldd.txt)"
 else
-  status+=("BUILD FAILED")
-  echo "BUILD FAILED"; printf '%s\n' "${status[@]}"; exit 1
+  echo "the carried kernelab does not run here:"; grep "not found" "$W/ldd.txt" 2>/dev/null; tail -3 "$W/list.txt" 2>/dev/null
+  build_there() {  # kernelab alone, sm_90a alone, with the carried Debian packages (scripts/device-deps.sh)
+    local prefix=/tmp/kernelab-deps
+    for f in .device-deps/*.deb; do dpkg -x "$f" "$prefix"; done
+    export CMAKE_PREFIX_PATH="$prefix/usr" CPATH="$prefix/usr/include"
+    export LIBRARY_PATH="$prefix/usr/lib/x86_64-linux-gnu" LD_LIBRARY_PATH="$prefix/usr/lib/x86_64-linux-gnu:$LD_LIBRARY_PATH"
+    cmake -S . -B build-device -G Ninja -DCMAKE_BUILD_TYPE=Release -DKERNELAB_NATIVE=OFF \
+      "-DKERNELAB_CUDA_GENCODE=-gencode=arch=compute_90a,code=sm_90a" && cmake --build build-device --target kernelab -j "$(nproc)"
+  }
+  export -f build_there
+  step "build kernelab there" 300 bash -c build_there > "$W/build.txt" 2>&1 || { tail -20 "$W/build.txt"; pack; exit 1; }
+  kl="$root/build-device/kernelab"
 fi
+pack
 
-step "tests"
-(cd "$build" && ctest -j "$(nproc)" --output-on-failure 2>&1 | tail -15) || status+=("tests failed")
+run_sim_programs() {  # the tests/sim programs, then the planted bugs under compute-sanitizer
+  mkdir -p "$W/sim-programs"
+  local sanitizer; sanitizer=$(command -v compute-sanitizer || ls /usr/local/cuda*/bin/compute-sanitizer 2>/dev/null | head -1)
+  local failed=0 p
+  for p in ptx_wrappers wmma_gemm wgmma_layouts hopper_gemm wgmma_fp8 libcudacxx_async matmul_tiled reduce_warp histogram \
+           graph_replay streams_events device_query access_patterns early_exit shuffle_exited_source; do
+    if timeout --foreground 30 ".device-bin/sim/$p" > "$W/sim-programs/$p.txt" 2>&1; then echo "ok    $p"; else echo "FAIL  $p (exit $?)"; failed=1; fi
+  done
+  [ -n "$sanitizer" ] || { echo "compute-sanitizer not found"; return 1; }
+  # The simulator's checkers (sim run --race-check / --memcheck) catch each of these; compute-sanitizer should too.
+  local planted=("racecheck race" "memcheck oob global" "memcheck oob shared" "memcheck oob freed" "memcheck misaligned 4")
+  local c
+  for c in "${planted[@]}"; do
+    set -- $c
+    local tool=$1 name="$2${3:+-$3}"; shift
+    timeout --foreground 60 "$sanitizer" --tool "$tool" --error-exitcode 99 ".device-bin/sim/$1" "${@:2}" > "$W/sim-programs/$name.$tool.txt" 2>&1
+    local rc=$?
+    echo "$([ $rc = 99 ] && echo found || echo "MISSED (exit $rc)") $name under $tool: $(grep -m1 -E '^=+ +(Error|Warning|Invalid|Race)' "$W/sim-programs/$name.$tool.txt")"
+  done
+  return $failed
+}
 
-if [ "$gpu" = 1 ]; then
-  step "every CUDA variant against the reference, on the GPU"
-  "$build/kernelab" check --backend cuda || status+=("check --backend cuda failed")
-fi
+gemm_headline() {  # every rung in one bench call per shape; the shapes a reader asks about first
+  mkdir -p "$W/gemm"
+  local s nk m
+  b() { echo "-- gemm $1"; local n=$1; shift; timeout --foreground 40 "$kl" bench gemm --backend cuda "$@" --max-seconds 0.2 --json > "$W/gemm/$n.json" || echo "gemm $n failed"; }
+  b square-bf16-4096 --m 4096 --n 4096 --k 4096 --dtype bf16
+  b square-bf16-bcol-4096 --m 4096 --n 4096 --k 4096 --dtype bf16 --b-layout col
+  for m in 1 16 128 4096; do b "llm-bf16-m$m-n4096-k4096" --m $m --n 4096 --k 4096 --dtype bf16 --b-layout col; done
+  for m in 1 16; do b "llm-bf16-brow-m$m-n4096-k4096" --m $m --n 4096 --k 4096 --dtype bf16; done
+  b square-fp32-4096 --m 4096 --n 4096 --k 4096 --dtype fp32
+  for nk in 14336x4096 4096x14336; do
+    for m in 1 16 4096; do b "llm-bf16-m$m-n${nk%x*}-k${nk#*x}" --m $m --n "${nk%x*}" --k "${nk#*x}" --dtype bf16 --b-layout col; done
+  done
+  b square-bf16-2048 --m 2048 --n 2048 --k 2048 --dtype bf16
+  b square-bf16-bcol-8192 --m 8192 --n 8192 --k 8192 --dtype bf16 --b-layout col --variant cuda_cp_async cuda_tma_wgmma cuda_warp_specialized cublaslt
+}
 
-kl="$build/kernelab"
-if [ "$gpu" = 1 ]; then
-  step "probe: the GPU's copy bandwidth and cuBLASLt GEMM rates"
-  "$kl" probe --gpu --json > "$OUT/probe.json" || status+=("probe failed")
-fi
+attention_headline() {
+  mkdir -p "$W/attention"
+  local fast="cuda_flash2_mma cuda_hopper_wgmma cudnn_sdpa"
+  a() { echo "-- $2 $1"; local n=$1 op=$2; shift 2; timeout --foreground 40 "$kl" bench "$op" --backend cuda "$@" --max-seconds 0.2 --json > "$W/attention/$n.json" || echo "$op $n failed"; }
+  for c in 0 1; do
+    a "fwd-d128-s1024-c$c" attention --batch 16 --heads 16 --kv-heads 16 --seq-q 1024 --seq-kv 1024 --head-dim 128 --causal $c --dtype bf16
+  done
+  a "fwd-d128-s4096-c1" attention --batch 4 --heads 16 --kv-heads 16 --seq-q 4096 --seq-kv 4096 --head-dim 128 --causal 1 --dtype bf16 --variant $fast
+  a "bwd-d128-s1024-c1" attention_bwd --batch 16 --heads 16 --kv-heads 16 --seq-q 1024 --seq-kv 1024 --head-dim 128 --causal 1 --dtype bf16
+  a "decode-b8-ctx8192-p16" decode --batch 8 --seq-q 1 --seq-kv 8192 --heads 64 --kv-heads 8 --head-dim 128 --page-size 16 --dtype bf16
+  a "fwd-gqa-d128-s2048-c1" attention --batch 2 --heads 64 --kv-heads 8 --seq-q 2048 --seq-kv 2048 --head-dim 128 --causal 1 --dtype bf16 --variant $fast
+  a "fwd-d64-s2048-c0" attention --batch 8 --heads 32 --kv-heads 32 --seq-q 2048 --seq-kv 2048 --head-dim 64 --causal 0 --dtype bf16
+  a "decode-b1-ctx65536-p16" decode --batch 1 --seq-q 1 --seq-kv 65536 --heads 64 --kv-heads 8 --head-dim 128 --page-size 16 --dtype bf16
+  for s in 128 512; do a "short-s$s" attention --batch 8 --heads 16 --kv-heads 16 --seq-q $s --seq-kv $s --head-dim 128 --dtype bf16; done
+}
 
-# On a GPU the report covers the cuda backend only: the CPU figures are committed already, the
-# simulator ran in ctest, and the 8-minute budget is the GPU's.
-step "report: the default suite ($([ "$gpu" = 1 ] && echo "cuda backend" || echo "every backend present"))"
-"$kl" report --out "$OUT/report" $([ "$gpu" = 1 ] && echo "--backend cuda") || status+=("report failed")
-[ -f "$OUT/report/results.json" ] && cp "$OUT/report/results.json" "$OUT/results.json"
+quant_headline() {
+  mkdir -p "$W/quant"
+  q() { echo "-- $2 $1"; local n=$1 op=$2; shift 2; timeout --foreground 40 "$kl" bench "$op" --backend cuda "$@" --max-seconds 0.2 --json > "$W/quant/$n.json" || echo "$op $n failed"; }
+  "$kl" sweep gemm_w4a16 --backend cuda --dtype fp16 --axis m=1,16,64,128,512,4096 --against gemm --n 4096 --k 4096 --max-seconds 0.1 --json \
+    > "$W/quant/n4096-k4096.sweep" || echo "w4a16 sweep failed"
+  q w8a8-4096 gemm_w8a8 --m 4096 --n 4096 --k 4096 --dtype bf16
+  q fp8-tensor-4096 gemm_fp8 --m 4096 --n 4096 --k 4096 --dtype bf16 --scaling tensor
+  q fp8-block-4096 gemm_fp8 --m 4096 --n 4096 --k 4096 --dtype bf16 --scaling block
+  "$kl" sweep gemm_w4a16 --backend cuda --dtype fp16 --axis m=1,16,64,128,512 --against gemm --n 14336 --k 4096 --max-seconds 0.1 --json \
+    > "$W/quant/n14336-k4096.sweep" || echo "w4a16 sweep failed"
+}
 
-backend=cpu; [ "$gpu" = 1 ] && backend=cuda
-if [ "$gpu" = 1 ]; then
-  step "memory-bound ladders on 256 MB+ working sets (16384 x 4096 fp32: 256 MiB in, 256 MiB out)"
-  mkdir -p "$OUT/big"
+ncu_compare() {  # the simulator's ncu-named counts (sim profile) beside ncu's on the same problem
+  mkdir -p "$W/ncu"
+  local ncu; ncu=$(command -v ncu || ls /usr/local/cuda*/bin/ncu /opt/nvidia/nsight-compute/*/ncu 2>/dev/null | head -1)
+  [ -n "$ncu" ] || { echo "ncu not found: the simulator-against-ncu table is skipped" | tee "$W/ncu/skipped.txt"; return 1; }
+  echo "ncu: $ncu ($("$ncu" --version 2>/dev/null | tail -1))"
+  timeout --foreground 60 "$ncu" --query-metrics > "$W/ncu/query-metrics.txt" 2>&1 || echo "ncu --query-metrics failed: requesting every metric"
+  local metrics; metrics=$(python3 scripts/ncu_compare.py --metrics-list --available "$W/ncu/query-metrics.txt")
+  local units=""; "$ncu" --help 2>/dev/null | grep -q -- --print-units && units="--print-units base"
+  local p op shape
+  # scripts/ncu-problems.txt: one problem per line, each profiled in the simulator here by device-prepare.sh.
+  while read -r p; do
+    op=${p%% *} shape=${p#* }
+    echo "-- $op $shape"
+    if [ -s ".device-bin/ncu-sim/$op.sim.json" ]; then cp ".device-bin/ncu-sim/$op.sim.json" "$W/ncu/"
+    else timeout --foreground 120 "$kl" sim profile "$op" $shape --json > "$W/ncu/$op.sim.json" < /dev/null || { echo "sim profile $op failed"; continue; }; fi
+    timeout --foreground 120 "$ncu" --clock-control none --metrics "$metrics" $units --csv --page raw "$kl" check "$op" $shape --backend cuda \
+      < /dev/null > "$W/ncu/$op.ncu.csv" 2> "$W/ncu/$op.ncu.err" || { echo "ncu $op failed"; tail -3 "$W/ncu/$op.ncu.err"; }
+    python3 scripts/ncu_compare.py "$W/ncu/$op.sim.json" "$W/ncu/$op.ncu.csv" | tee "$W/ncu/$op.txt"
+  done < scripts/ncu-problems.txt
+}
+
+racecheck_rungs() {  # compute-sanitizer racecheck over the shared-memory rungs on one small shape each
+  mkdir -p "$W/sanitizer"
+  local sanitizer; sanitizer=$(command -v compute-sanitizer || ls /usr/local/cuda*/bin/compute-sanitizer 2>/dev/null | head -1)
+  [ -n "$sanitizer" ] || { echo "compute-sanitizer not found"; return 1; }
+  local failed=0 p op
+  for p in "softmax --rows 64 --cols 1000 --dtype fp32" "reduce --rows 64 --cols 1000 --dtype fp32" \
+           "transpose --rows 65 --cols 130 --dtype fp32" "gemm --m 129 --n 136 --k 72 --dtype bf16" \
+           "attention --batch 1 --heads 2 --kv-heads 1 --seq-q 130 --seq-kv 130 --head-dim 64 --causal 1 --dtype bf16" \
+           "attention_bwd --batch 1 --heads 2 --kv-heads 2 --seq-q 130 --seq-kv 130 --head-dim 64 --causal 1 --dtype bf16" \
+           "gemm_w4a16 --m 16 --n 256 --k 256 --dtype fp16" "decode --batch 2 --seq-q 1 --seq-kv 1000 --heads 8 --kv-heads 2 --head-dim 128 --dtype bf16"; do
+    op=${p%% *}
+    timeout --foreground 90 "$sanitizer" --tool racecheck --error-exitcode 99 "$kl" check $p --backend cuda > "$W/sanitizer/$op.txt" 2>&1
+    local rc=$?
+    echo "racecheck $op: exit $rc, $(grep -m1 -E 'RACECHECK SUMMARY|hazard' "$W/sanitizer/$op.txt")"
+    [ $rc = 0 ] || failed=1
+  done
+  return $failed
+}
+
+big_ladders() {
+  mkdir -p "$W/big"
+  local op
   for op in softmax layernorm rmsnorm reduce transpose; do
-    "$kl" bench "$op" --backend cuda --rows 16384 --cols 4096 --dtype fp32 --max-seconds 0.3 --json > "$OUT/big/$op.json" ||
-      status+=("big $op failed")
+    timeout --foreground 20 "$kl" bench "$op" --backend cuda --rows 16384 --cols 4096 --dtype fp32 --max-seconds 0.3 --json > "$W/big/$op.json" || echo "big $op failed"
   done
-  # The simulator's twins against the hardware: these tests/sim programs check themselves against
-  # host loops (the PTX fragment layouts, wmma, TMA + mbarrier + wgmma), so a pass here confirms
-  # that what the simulator does is what the GPU does.
-  step "tests/sim programs on the GPU (twins against the instructions)"
-  mkdir -p "$OUT/sim-programs"
-  for prog in ptx_wrappers wmma_gemm wgmma_layouts hopper_gemm libcudacxx_async matmul_tiled reduce_warp histogram; do
-    nvcc -std=c++17 -arch=sm_90a -I src "tests/sim/$prog.cu" -o "$OUT/sim-programs/$prog" > "$OUT/sim-programs/$prog.build.txt" 2>&1 &&
-      timeout 60 "$OUT/sim-programs/$prog" > "$OUT/sim-programs/$prog.txt" 2>&1 || status+=("tests/sim/$prog on the GPU failed")
-    tail -2 "$OUT/sim-programs/$prog.txt" 2>/dev/null
-    rm -f "$OUT/sim-programs/$prog"
+}
+
+cupti_trace() {
+  "$kl" bench softmax --backend cuda --rows 4096 --cols 4096 --max-seconds 0.1 --trace "$W/trace.json" >/dev/null &&
+    "$kl" trace analyze "$W/trace.json" --json > "$W/trace-analysis.json" && gzip -f "$W/trace.json"
+}
+
+checks_per_op() {  # one process per op, so a kernel that hangs costs its op alone
+  mkdir -p "$W/check"
+  local op failed=0
+  for op in $(awk '/^[a-z_0-9]+:/ {sub(":", "", $1); print $1}' "$W/list.txt"); do
+    timeout --foreground 45 "$kl" check "$op" --backend cuda > "$W/check/$op.txt" 2>&1
+    local rc=$?
+    [ $rc = 0 ] || { failed=1; echo "$op: exit $rc$([ $rc = 124 ] && echo ', stopped at 45 s')"; }
+    tail -1 "$W/check/$op.txt" | sed "s/^/$op: /"
   done
-  step "gemm ladder: square and LLM shapes, every rung as % of cuBLAS(Lt)"
-  bash scripts/gemm-bench.sh "$kl" "$OUT/gemm" "${KERNELAB_GEMM_BUDGET_S:-150}" || status+=("gemm bench failed")
-  step "attention ladder: FlashAttention's shapes, Llama-3 GQA, decode; % of cuDNN and of the copy bandwidth"
-  bash scripts/attention-bench.sh "$kl" "$OUT/attention" "${KERNELAB_ATTENTION_BUDGET_S:-150}" "$OUT/probe.json" ||
-    status+=("attention bench failed")
-  step "quantized GEMMs: W4A16 against the unquantized GEMM over M (the crossover); int8 and fp8 against cuBLASLt"
-  bash scripts/quant-bench.sh "$kl" "$OUT/quant" "${KERNELAB_QUANT_BUDGET_S:-120}" || status+=("quant bench failed")
-  step "a CUPTI trace of one ladder, analysed"
-  "$kl" bench softmax --backend cuda --rows 4096 --cols 4096 --max-seconds 0.1 --trace "$OUT/trace.json" >/dev/null &&
-    "$kl" trace analyze "$OUT/trace.json" --json > "$OUT/trace-analysis.json" || status+=("trace failed")
+  return $failed
+}
 
-  # The simulator's ncu-named counts (sim profile) beside ncu's on the same problem, every CUDA rung
-  # once per config (check with a shape): ncu/OP.{sim.json,ncu.csv,txt}. ncu's stderr in ncu/OP.ncu.err.
-  step "sim profiler against ncu"
-  mkdir -p "$OUT/ncu"
-  ncu=$(command -v ncu || ls /usr/local/cuda*/bin/ncu /opt/nvidia/nsight-compute/*/ncu 2>/dev/null | head -1)
-  if [ -z "$ncu" ]; then
-    echo "ncu not found (PATH, /usr/local/cuda*/bin, /opt/nvidia/nsight-compute/*): the simulator-against-ncu table is skipped" |
-      tee "$OUT/ncu/skipped.txt"
-  else
-    echo "ncu: $ncu ($("$ncu" --version 2>/dev/null | tail -1))"
-    # Only the metrics this ncu lists (an unknown metric makes ncu refuse the run); all if the query fails.
-    timeout 60 "$ncu" --query-metrics > "$OUT/ncu/query-metrics.txt" 2>&1 || echo "ncu --query-metrics failed: requesting every metric"
-    metrics=$(python3 scripts/ncu_compare.py --metrics-list --available "$OUT/ncu/query-metrics.txt")
-    units=""; "$ncu" --help 2>/dev/null | grep -q -- --print-units && units="--print-units base"  # bytes as bytes, not Mbyte
-    ncu_start=$(date +%s) ncu_budget=${KERNELAB_NCU_BUDGET_S:-240}
-    for p in "transpose --rows 1024 --cols 1024 --dtype fp32" "exp_smem_banks --blocks 32 --stride 8 --reps 64" \
-             "exp_stride --n 262144 --stride 8 --bytes 4" "exp_divergence --n 65536 --paths 4 --work 16" \
-             "softmax --rows 1024 --cols 1024 --dtype fp32" "layernorm --rows 1024 --cols 1024 --dtype fp32" \
-             "reduce --rows 1024 --cols 1024 --dtype fp32"; do
-      op=${p%% *} shape=${p#* }
-      if [ $(( $(date +%s) - ncu_start )) -ge "$ncu_budget" ]; then
-        echo "ncu step: its ${ncu_budget} s are spent; skipping $op and the rest"; break
-      fi
-      echo "-- $op $shape"
-      timeout 120 "$kl" sim profile "$op" $shape --json > "$OUT/ncu/$op.sim.json" ||
-        { status+=("sim profile $op failed"); continue; }
-      timeout 120 "$ncu" --metrics "$metrics" $units --csv --page raw "$kl" check "$op" $shape --backend cuda \
-        > "$OUT/ncu/$op.ncu.csv" 2> "$OUT/ncu/$op.ncu.err" ||
-        { status+=("ncu $op failed"); tail -3 "$OUT/ncu/$op.ncu.err"; }
-      python3 scripts/ncu_compare.py "$OUT/ncu/$op.sim.json" "$OUT/ncu/$op.ncu.csv" | tee "$OUT/ncu/$op.txt" ||
-        status+=("ncu compare $op failed")
-    done
-  fi
-fi
+cpu_ladders() {  # the host's triad and FMA ceilings, then the memory-bound CPU rungs at 16384 x 8192 fp32
+  mkdir -p "$W/cpu"
+  "$kl" probe --json > "$W/cpu/probe.json" || return 1
+  local op
+  for op in softmax layernorm rmsnorm transpose reduce; do
+    timeout --foreground 25 "$kl" bench "$op" --backend cpu --rows 16384 --cols 8192 --dtype fp32 --max-seconds 0.3 --json > "$W/cpu/$op.json" ||
+      echo "cpu $op failed"
+  done
+}
 
-step "experiments: sweeps on $backend"
-bash scripts/experiment-sweeps.sh "$kl" "$backend" "$OUT/sweeps" || status+=("experiment sweeps failed")
+export -f cpu_ladders run_sim_programs gemm_headline attention_headline quant_headline ncu_compare racecheck_rungs big_ladders cupti_trace checks_per_op
+export kl W
 
-step "summary"
-[ "$gpu" = 1 ] || echo "no GPU was found: this run verified the build, the tests and the CPU figures only"
-python3 scripts/device_summary.py "$OUT" || true
-if [ ${#status[@]} -gt 0 ]; then printf 'FAILED: %s\n' "${status[@]}"; exit 1; fi
-echo "device-check: all steps passed in $(( $(date +%s) - start )) s"
+step "tests/sim programs on the chip; the planted bugs under compute-sanitizer" 60 bash -c run_sim_programs
+step "probe: copy bandwidth and cuBLASLt rates" 60 bash -c '"$kl" probe --gpu --json > "$W/probe.json"' 
+step "every CUDA variant against the float64 reference, op by op" 150 bash -c checks_per_op
+step "gemm ladder, headline shapes" 70 bash -c gemm_headline
+step "attention ladder, headline shapes" 60 bash -c attention_headline
+step "quantized GEMMs: W4A16 over M against gemm; int8 and fp8 against cuBLASLt" 45 bash -c quant_headline
+step "memory-bound ladders on 256 MiB working sets" 40 bash -c big_ladders
+step "simulator profiler against ncu" 70 bash -c ncu_compare
+step "racecheck over the shared-memory rungs" 50 bash -c racecheck_rungs
+step "a CUPTI trace, analysed" 20 bash -c cupti_trace
+step "experiment sweeps" 60 bash scripts/experiment-sweeps.sh "$kl" cuda "$W/sweeps"
+step "CPU ladders on this host's CPU (issue 18: the generic build on another x86 kind)" 40 bash -c cpu_ladders
+step "report --backend cuda (the checks again, one point per variant at the report's shapes)" 200 \
+  "$kl" report --backend cuda --max-seconds 0.1 --out "$W/report"
+
+echo; echo "== summary ($(elapsed) s)"
+{
+  cat "$W/gpu.txt"
+  python3 scripts/device_summary.py "$W" 2>&1
+  [ -d "$W/gemm" ] && python3 scripts/gemm_summary.py "$W/gemm" 2>&1
+  [ -d "$W/attention" ] && python3 scripts/attention_summary.py "$W/attention" "$W/probe.json" 2>&1
+  [ -d "$W/quant" ] && python3 scripts/quant_summary.py "$W/quant" 2>&1
+  for s in "${skipped[@]}"; do echo "skipped: $s"; done
+  for f in "${failures[@]}"; do echo "FAILED: $f"; done
+} > "$OUT/summary.txt"
+pack
+cat "$OUT/summary.txt"
+[ ${#failures[@]} -eq 0 ] || exit 1
+echo "device-check: all steps passed in $(elapsed) s"

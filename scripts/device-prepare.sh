@@ -1,0 +1,57 @@
+#!/usr/bin/env bash
+# Run here, before a device call: builds what scripts/device-check.sh runs on the lent GPU so the
+# GPU's minutes go to running, not compiling. Writes .device-bin/, packed as .device-bin.tar.xz
+# (ignored; the device call carries the archive and device-check.sh unpacks it):
+#   kernelab      the CLI for sm_90a only, without -march=native (the GPU machine's CPU is another)
+#   lib/          the shared libraries it needs that the GPU image may lack (MPI, OpenBLAS, fmt,
+#                 simdjson, boost, cudart, CUPTI); glibc, libstdc++ and NCCL, cuBLAS, cuDNN are the image's
+#   sim/          tests/sim programs built for sm_90a (the simulator's twins run on the real chip)
+#   commit        the commit the binaries were built from
+# KERNELAB_PREP_BUILD=DIR picks the build folder (default build-device).
+set -euo pipefail
+cd "$(dirname "$0")/.."
+build=${KERNELAB_PREP_BUILD:-build-device}
+gencode="-gencode=arch=compute_90a,code=sm_90a"
+launchers=()
+command -v ccache >/dev/null && launchers=(-DCMAKE_CXX_COMPILER_LAUNCHER=ccache -DCMAKE_CUDA_COMPILER_LAUNCHER=ccache)
+cmake -S . -B "$build" -G Ninja -DCMAKE_BUILD_TYPE=Release -DKERNELAB_NATIVE=OFF "-DKERNELAB_CUDA_GENCODE=$gencode" \
+  "${launchers[@]}" >/dev/null
+cmake --build "$build" --target kernelab -j "$(nproc)"
+
+bin=.device-bin
+rm -rf "$bin"
+mkdir -p "$bin/lib" "$bin/sim"
+grep -qx '/.device-bin/' .gitignore || echo '/.device-bin/' >> .gitignore
+strip -o "$bin/kernelab" "$build/kernelab"
+git describe --always --dirty --abbrev=12 > "$bin/commit"
+# Every library ldd resolves, except the C runtime (the image's is newer) and the big CUDA
+# libraries the image carries itself (its PyTorch's nvidia/*/lib).
+ldd "$build/kernelab" | awk '$3 ~ /^\// {print $3}' | while read -r lib; do
+  case "$(basename "$lib")" in
+    libc.so*|libm.so*|libpthread.so*|libdl.so*|librt.so*|libutil.so*|libstdc++.so*|libgcc_s.so*|libnccl.so*) ;;
+    *) cp -L "$lib" "$bin/lib/" ;;
+  esac
+done
+
+# The tests/sim programs that check themselves against host loops (the PTX fragment layouts, wmma,
+# TMA + mbarrier + wgmma, the runtime calls), and the planted bugs (race, oob,
+# misaligned) that compute-sanitizer should find as the simulator does.
+progs=(ptx_wrappers wmma_gemm wgmma_layouts hopper_gemm wgmma_fp8 libcudacxx_async matmul_tiled reduce_warp
+       histogram graph_replay streams_events device_query access_patterns early_exit shuffle_exited_source
+       race oob misaligned)
+mkdir -p "$build/sim-programs"
+for p in "${progs[@]}"; do
+  exe="$build/sim-programs/$p"
+  # Rebuilt when it or the PTX wrappers it includes (src/cuda) changed since.
+  [ -f "$exe" ] && [ -z "$(find "tests/sim/$p.cu" src/cuda -newer "$exe" -print -quit)" ] || nvcc -std=c++17 -O2 "$gencode" -I src "tests/sim/$p.cu" -o "$exe"
+  cp "$exe" "$bin/sim/"
+done
+# The simulator's side of the simulator-against-ncu table, computed here where it costs no GPU time.
+mkdir -p "$bin/ncu-sim"
+while read -r p; do
+  "$build/kernelab" sim profile $p --json > "$bin/ncu-sim/${p%% *}.sim.json" < /dev/null
+done < scripts/ncu-problems.txt
+# Packed, since the call carries 64 MiB at most (the binary and OpenBLAS alone are more).
+tar cf - "$bin" | xz -T0 -6 > "$bin.tar.xz"
+grep -qx '/.device-bin.tar.xz' .gitignore || echo '/.device-bin.tar.xz' >> .gitignore
+du -sh "$bin" "$bin.tar.xz" "$bin/kernelab" "$bin/lib"
