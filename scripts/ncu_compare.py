@@ -17,9 +17,15 @@ such column; "not in sim" where the simulator's JSON lacks the metric.
 
 Kernel names are matched after normalising both sides the way src/ops/contract.cpp's
 plain_kernel_name does: ncu's "void kl::cuda::(anonymous namespace)::transpose_naive<4>(float*,
-...)" becomes "transpose_naive<4>". Where both sides give block sizes that agree, launches are
-also kept apart per block size (two configs of one kernel); where the simulator and ncu saw a
-different number of launches, the per-launch means are compared and the kernel says so.
+...)" becomes "transpose_naive<4>"; so does the form ncu 2025 prints, "void unnamed>::
+transpose_naive<4>(const Bits<T1>::T *, ...)" (its "<unnamed>" namespace with the "<" lost, also
+inside template arguments: "through_tile<4, unnamed>::Plain, 8>"). Bool template arguments compare
+as numbers (the simulator's "path_chains<false>" is ncu's "path_chains<0>"). Where the simulator
+reports a kernel several times (one rung each) and ncu saw as many launches of it, the launches
+are paired in order, the first simulator kernel with ncu's first launch(es) of that name; otherwise
+launches are kept apart per block size where both sides give block sizes that agree (two configs
+of one kernel), or summed; where the simulator and ncu saw a different number of launches, the
+per-launch means are compared and the kernel says so.
 
 Exit 0 whatever the verdicts; 2 with a message when an input is unreadable or not what it should be.
 """
@@ -90,6 +96,14 @@ def read_available(path):
 # Kernel names
 
 
+# The anonymous namespace as demanglers spell it: "(anonymous namespace)" (c++filt), "{anonymous}"
+# (gcc), "`anonymous namespace'" (MSVC), "<unnamed>" (ncu) and "unnamed>" (ncu's CSV, the "<" lost;
+# "f<unnamed>::X>" is f's template argument X). A "<unnamed>" counts as whole only where no name
+# or template argument list precedes it.
+_ANON_NS = re.compile(r"(?:\(anonymous namespace\)|\{anonymous\}|`anonymous namespace'|anonymous namespace"
+                      r"|(?<![A-Za-z0-9_>])<unnamed>|\bunnamed>)::")
+
+
 def _strip_params(s):
     """Cut the parameter list: the first '(' at template depth 0 that follows the name directly."""
     depth = 0
@@ -97,7 +111,7 @@ def _strip_params(s):
         if ch == "<":
             depth += 1
         elif ch == ">":
-            depth -= 1
+            depth = max(depth - 1, 0)  # a stray '>' (an "unnamed>" left over) does not go below 0
         elif ch == "(" and depth == 0 and i > 0 and s[i - 1] != " ":
             return s[:i]
     return s
@@ -105,12 +119,10 @@ def _strip_params(s):
 
 def plain_name(name):
     """The bare kernel name, as src/ops/contract.cpp's plain_kernel_name makes it."""
-    s = name.strip()
-    for anon in ("(anonymous namespace)::", "{anonymous}::"):
-        s = s.replace(anon, "")
+    s = _ANON_NS.sub("", name.strip())
+    s = _strip_params(s)  # before the namespaces go: the parameters can hold "Bits<T1>::T *"
     s = re.sub(r"[A-Za-z_][A-Za-z0-9_]*::", "", s)
     s = re.sub(r"\b([0-9]+)(?:ull|ul|ll|u|l)\b", r"\1", s, flags=re.IGNORECASE)
-    s = _strip_params(s)
     if s.startswith("void "):
         s = s[5:]
     return s.strip()
@@ -121,7 +133,9 @@ def match_key(name):
     s = re.sub(r"\s+", " ", plain_name(name))
     s = re.sub(r" ?([^A-Za-z0-9_ ]) ?", r"\1", s)
     # "(int)8" and "8" are the same template argument, whichever demangler wrote it.
-    return re.sub(r"\((?:unsigned |signed )?(?:int|long|long long|short|char)\)(?=-?\d)", "", s)
+    s = re.sub(r"\((?:unsigned |signed )?(?:int|long|long long|short|char|bool)\)(?=-?\d)", "", s)
+    # A bool argument: the simulator writes "true"/"false", ncu's demangler 1/0.
+    return re.sub(r"\b(true|false)\b", lambda m: "1" if m.group(1) == "true" else "0", s)
 
 
 def function_name(key):
@@ -368,6 +382,25 @@ def _new_ncu_group(name):
     return {"name": name, "launches": 0, "metrics": {}, "seen": set(), "blocks": []}
 
 
+def _pair_in_order(sim_ks, launches):
+    """[(simulator kernel, its ncu launches)] when one name's simulator kernels (one per rung) take
+    ncu's launches of that name in order: more than one simulator kernel, each with launches, as many
+    launches in all as ncu saw, and no pair whose block sizes (where both sides give them) differ.
+    None otherwise (then the launches are split by block size or summed)."""
+    if len(sim_ks) < 2 or any(k["launches"] < 1 for k in sim_ks):
+        return None
+    if sum(k["launches"] for k in sim_ks) != len(launches):
+        return None
+    out, at = [], 0
+    for k in sim_ks:
+        ns = launches[at:at + k["launches"]]
+        at += k["launches"]
+        if k["block"] and any(n["block"] and n["block"] != k["block"] for n in ns):
+            return None
+        out.append((k, ns))
+    return out
+
+
 def pair_kernels(sim_kernels, ncu_launches):
     """[(sim group, ncu group or None, how)], ncu groups with no simulator kernel."""
     sim_by_key, ncu_by_key = {}, {}
@@ -396,6 +429,15 @@ def pair_kernels(sim_kernels, ncu_launches):
         how = "name" if nkey == key else "function name only" if nkey else None
         if nkey:
             used.add(nkey)
+        in_order = _pair_in_order(ks, launches)
+        if in_order:
+            for i, (k, ns) in enumerate(in_order):
+                sg, ng = _new_sim_group(k["name"]), _new_ncu_group(ns[0]["name"])
+                _add_sim(sg, k)
+                for n in ns:
+                    _add_ncu(ng, n)
+                pairs.append((sg, ng, f"{how}, {i + 1} of {len(in_order)} in launch order"))
+            continue
         sim_blocks = {k["block"] for k in ks}
         ncu_blocks = {n["block"] for n in launches}
         split = (launches and None not in sim_blocks and None not in ncu_blocks and len(sim_blocks) > 1

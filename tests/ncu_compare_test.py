@@ -1,7 +1,8 @@
 #!/usr/bin/env python3
 """scripts/ncu_compare.py on a synthetic simulator JSON and synthetic ncu CSVs (the format, not
 real counts): units row present and absent, a metric column ncu lacks, two launches of one kernel
-summed, names normalised, a malformed input -> exit 2.  Run: python3 tests/ncu_compare_test.py"""
+summed, names normalised (also in the form ncu wrote them on an H200), one kernel of two rungs
+paired in launch order, a malformed input -> exit 2.  Run: python3 tests/ncu_compare_test.py"""
 import contextlib
 import importlib.util
 import io
@@ -204,9 +205,79 @@ class NcuCompareTest(unittest.TestCase):
                                      self.write("ncu.csv", csv_text(HEADER, ROWS + [row], UNITS)), "--json")
         self.assertEqual(rc, 0, err)
         tiles = [k for k in json.loads(out)["kernels"] if k["name"] == "transpose_tile<Plain, 8>"]
+        # ncu launched them in the simulator's order: paired in launch order, in the simulator's order.
+        self.assertEqual([k["block"] for k in tiles], [[[32, 8, 1]], [[32, 4, 1]]])
+        self.assertEqual([k["metrics"][6]["ncu"] for k in tiles], [5000, 7000])
+        self.assertEqual({k["metrics"][6]["verdict"] for k in tiles}, {"exact"})
+        self.assertEqual([k["matched_by"] for k in tiles],
+                         ["name, 1 of 2 in launch order", "name, 2 of 2 in launch order"])
+        # ncu launched them the other way round: the launch order pairs different block sizes, so the
+        # launches are kept apart by block size instead (sorted by block).
+        rows = ROWS[:2] + [row, ROWS[2], ROWS[3]]
+        rc, out, err = self.run_main(self.write("sim2.json", json.dumps(sim)),
+                                     self.write("ncu.csv", csv_text(HEADER, rows, UNITS)), "--json")
+        self.assertEqual(rc, 0, err)
+        tiles = [k for k in json.loads(out)["kernels"] if k["name"] == "transpose_tile<Plain, 8>"]
         self.assertEqual([k["block"] for k in tiles], [[[32, 4, 1]], [[32, 8, 1]]])
         self.assertEqual([k["metrics"][6]["ncu"] for k in tiles], [7000, 5000])
         self.assertEqual({k["metrics"][6]["verdict"] for k in tiles}, {"exact"})
+
+    def test_ncu_names_as_ncu_prints_them_on_h200(self):
+        """Names in the form ncu 2025 wrote on an H200 ("unnamed>::" for the anonymous namespace, also
+        inside template arguments; bools as 0/1; "Bits<T1>::T" in the parameters; no "void" for a
+        non-template kernel), and one kernel launched by two rungs, paired in launch order."""
+        def kernel(name, ld_req, block=(256, 1, 1)):
+            return {"name": name, "launches": 1, "block": list(block), "metrics": {LD_REQ: ld_req}}
+        sim = {"op": "mixed", "rungs": [{"variant": v, "config": "c", "kernels": [k]} for v, k in [
+            ("naive", kernel("transpose_naive<4>", 100, (32, 8, 1))),
+            ("smem", kernel("through_tile<4, Plain, 8>", 200, (32, 8, 1))),
+            ("divergent", kernel("path_chains<false>", 300)),
+            ("uniform", kernel("path_chains<true>", 400)),
+            ("banks", kernel("bank_sweep", 500)),
+            ("stride", kernel("strided_copy<1>", 600)),
+            ("norm", kernel("norm_welford<float, true, 256>", 700)),
+            ("vectorized", kernel("reduce_rows_warp_vec<float, Sum>", 800)),
+            ("one_pass", kernel("reduce_rows_warp_vec<float, Sum>", 900)),
+        ]]}
+        names = [
+            ("void unnamed>::transpose_naive<4>(const Bits<T1>::T *, Bits<T1>::T *, int, int)", 100, "(32, 8, 1)"),
+            ("void transpose_tile::through_tile<4, unnamed>::Plain, 8>(const Bits<T1>::T *, Bits<T1>::T *, int, int)",
+             200, "(32, 8, 1)"),
+            ("void unnamed>::path_chains<0>(const float *, const float *, const float *, float *, int, int, int)", 300,
+             "(256, 1, 1)"),
+            ("void unnamed>::path_chains<1>(const float *, const float *, const float *, float *, int, int, int)", 400,
+             "(256, 1, 1)"),
+            ("unnamed>::bank_sweep(const float *, float *, int, int)", 500, "(256, 1, 1)"),
+            ("void unnamed>::strided_copy<1>(const unnamed>::Unit<T1>::T *, unnamed>::Unit<T1>::T *, long, long)",
+             600, "(256, 1, 1)"),
+            ("void unnamed>::norm_welford<float, 1, 256>(norm::Tensors<T1>)", 700, "(256, 1, 1)"),
+            ("void unnamed>::reduce_rows_warp_vec<float, Sum>(const T1 *, float *, long, long)", 800, "(256, 1, 1)"),
+            ("void unnamed>::reduce_rows_warp_vec<float, Sum>(const T1 *, float *, long, long)", 901, "(256, 1, 1)"),
+        ]
+        rows = []
+        for i, (name, ld, block) in enumerate(names):
+            row = launch(i, name, [str(ld)] + ["0"] * 8)
+            row[7] = block
+            rows.append(row)
+        rc, out, err = self.run_main(self.write("mixed.json", json.dumps(sim)),
+                                     self.write("ncu.csv", csv_text(HEADER, rows, UNITS)), "--json")
+        self.assertEqual(rc, 0, err)
+        r = json.loads(out)
+        self.assertEqual((r["ncu_only"], r["not_profiled_by_ncu"]), ([], []))
+        got = [(k["name"], k["rungs"], k["matched_by"], k["metrics"][0]["sim"], k["metrics"][0]["ncu"],
+                k["metrics"][0]["verdict"]) for k in r["kernels"]]
+        self.assertEqual(got, [
+            ("transpose_naive<4>", ["naive c"], "name", 100, 100, "exact"),
+            ("through_tile<4, Plain, 8>", ["smem c"], "name", 200, 200, "exact"),
+            ("path_chains<false>", ["divergent c"], "name", 300, 300, "exact"),
+            ("path_chains<true>", ["uniform c"], "name", 400, 400, "exact"),
+            ("bank_sweep", ["banks c"], "name", 500, 500, "exact"),
+            ("strided_copy<1>", ["stride c"], "name", 600, 600, "exact"),
+            ("norm_welford<float, true, 256>", ["norm c"], "name", 700, 700, "exact"),
+            ("reduce_rows_warp_vec<float, Sum>", ["vectorized c"], "name, 1 of 2 in launch order", 800, 800, "exact"),
+            ("reduce_rows_warp_vec<float, Sum>", ["one_pass c"], "name, 2 of 2 in launch order", 900, 901, "DIFFERS"),
+        ])
+        self.assertEqual(r["summary"]["DIFFERS"], 1)
 
     def test_ncu_names_without_template_arguments(self):
         rows = [r[:4] + [r[4].split("<")[0].replace("void ", "")] + r[5:] for r in ROWS]  # --print-kernel-base function
@@ -219,6 +290,16 @@ class NcuCompareTest(unittest.TestCase):
         self.assertEqual(nc.plain_name("kl::sim_ops::{anonymous}::softmax_warp<float, 4u, 8>"), "softmax_warp<float, 4, 8>")
         self.assertEqual(nc.plain_name("ampere_sgemm_128x64_nn"), "ampere_sgemm_128x64_nn")
         self.assertEqual(nc.match_key("f<float *, 2>"), nc.match_key("void ns::f<float*,2>(int)"))
+        # The anonymous namespace as ncu's CSV writes it ("unnamed>::", the "<" lost) and in full.
+        self.assertEqual(nc.plain_name("void unnamed>::transpose_naive<4>(const Bits<T1>::T *, Bits<T1>::T *, int, int)"),
+                         "transpose_naive<4>")
+        self.assertEqual(nc.plain_name("void transpose_tile::through_tile<4, unnamed>::Plain, 8>(const Bits<T1>::T *)"),
+                         "through_tile<4, Plain, 8>")
+        self.assertEqual(nc.plain_name("void f<unnamed>::X, 2>(int)"), "f<X, 2>")
+        self.assertEqual(nc.plain_name("void <unnamed>::f<<unnamed>::X>(int)"), "f<X>")
+        self.assertEqual(nc.plain_name("anonymous namespace::bank_sweep(const float *, float *, int, int)"), "bank_sweep")
+        self.assertEqual(nc.match_key("row_stats<float, true>"), nc.match_key("void unnamed>::row_stats<float, 1>(int)"))
+        self.assertEqual(nc.match_key("path_chains<false>"), nc.match_key("path_chains<(bool)0>"))
         self.assertEqual(nc.parse_number("1,234,567"), 1234567)
         self.assertEqual(nc.parse_number("27.595.520"), 27595520)
         self.assertIsNone(nc.parse_number("n/a"))
