@@ -1,8 +1,9 @@
 #!/usr/bin/env python3
 """Folds what scripts/device-check.sh measured (its unpacked results.tgz) into the one file that
 bench/results/h200/ keeps and `kernelab report` reads: every bench, sweep and report point (each
-timed only after its output passed the float64 reference check), the probe's ceilings, the GPU and
-the check tallies per op; the file's name carries the date (the report reads it from there).
+timed only after its output passed the float64 reference check), the probe's ceilings, the GPU, and
+every row of the check tables (a variant that failed its GPU check is shown so, points or not); the
+file's name carries the date (the report reads it from there).
 
 Usage: scripts/device_results.py RESULTS_FOLDER OUT.json"""
 import json
@@ -29,13 +30,19 @@ def points_of(folder):
                     yield str(path.relative_to(folder)), p
 
 
-def check_tallies(folder):
-    """op -> the last line of `kernelab check OP --backend cuda` ("all variants passed" or the failures)."""
-    out = {}
+def check_rows(folder):
+    """Every row of `kernelab check OP --backend cuda`'s table in check/OP.txt: op, variant, config,
+    dtype, passed ("18/24"), max_rel_err, tolerance and status ("ok", "FAIL <shape>: <why>", "skipped: ...")."""
+    rows = []
     for path in sorted((folder / "check").glob("*.txt")):
-        lines = [l for l in path.read_text(errors="replace").splitlines() if l.strip()]
-        out[path.stem] = lines[-1] if lines else "no output"
-    return out
+        for line in path.read_text(errors="replace").splitlines():
+            cells = line.split(None, 9)
+            if len(cells) < 10 or cells[0] == "op" or cells[3] != "cuda":
+                continue
+            op, variant, config, _, dtype, passed, _, err, tol, status = cells
+            rows.append({"op": op, "variant": variant, "config": config, "dtype": dtype, "passed": passed,
+                         "max_rel_err": float(err), "tolerance": float(tol), "status": status})
+    return rows
 
 
 def main(folder, out):
@@ -52,7 +59,7 @@ def main(folder, out):
         "gpu": gpu_lines,
         "commits": commits,
         "probe": load(folder / "probe.json"),
-        "checks": check_tallies(folder),
+        "checks": check_rows(folder),
         "points": points,
     }
     pathlib.Path(out).write_text(json.dumps(result, indent=1) + "\n")

@@ -273,6 +273,30 @@ TEST_F(ReportTest, CudaVariantVerifiedByAResultsFilePoint) {
   EXPECT_TRUE(seen);
 }
 
+// A GPU check table's failed row outweighs the file's points: the rung is not verified, and says why.
+TEST(Report, GpuCheckFailureAndChecksWithoutPoints) {
+  const fs::path d = fs::temp_directory_path() / ("kernelab-gpu-checks-" + std::to_string(getpid()));
+  fs::create_directories(d / "h200");
+  const nlohmann::json points = {{{"op", "o"}, {"variant", "bad"}, {"backend", "cuda"}, {"device", "NVIDIA H200"}}};
+  const nlohmann::json checks = {
+      {{"op", "o"}, {"variant", "bad"}, {"dtype", "bf16"}, {"status", "ok"}},
+      {{"op", "o"}, {"variant", "bad"}, {"dtype", "fp16"}, {"status", "FAIL k=10944,m=7: max_rel_err 0.00412 over tolerance 0.00254"}},
+      {{"op", "o"}, {"variant", "good"}, {"dtype", "fp16"}, {"status", "ok"}},
+      {{"op", "o"}, {"variant", "good"}, {"dtype", "bf16"}, {"status", "ok"}},
+      {{"op", "o"}, {"variant", "good"}, {"dtype", "fp32"}, {"status", "skipped: fp16 or bf16"}}};
+  std::ofstream(d / "h200" / "2026-12-04-abc.json") << nlohmann::json{{"points", points}, {"checks", checks}}.dump();
+  const auto found = kl::gpu_verifications(d.string());
+  ASSERT_EQ(found.count("o/bad"), 1u);
+  EXPECT_TRUE(found.at("o/bad").timed);
+  EXPECT_EQ(found.at("o/bad").failure, "fp16 FAIL k=10944,m=7: max_rel_err 0.00412 over tolerance 0.00254");
+  ASSERT_EQ(found.count("o/good"), 1u);
+  EXPECT_FALSE(found.at("o/good").timed);
+  EXPECT_EQ(found.at("o/good").checks_passed, 2);
+  EXPECT_TRUE(found.at("o/good").failure.empty());
+  EXPECT_EQ(found.at("o/good").device, "NVIDIA H200");  // the file's points name the GPU
+  fs::remove_all(d);
+}
+
 TEST(Report, GpuVerificationPrefersGeneratedAtAndTheNewestFile) {
   const fs::path d = fs::temp_directory_path() / ("kernelab-gpu-verif-" + std::to_string(getpid()));
   fs::create_directories(d / "h200");

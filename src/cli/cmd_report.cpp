@@ -56,7 +56,13 @@ void add_report(CLI::App& app) {
           const Config& c = v.configs.front();  // the default config; `sweep` times them all
           if (!dev || v.supports_config(p, c)) continue;
           fmt::print(stderr, "report: {} {} {} {}\n", op.name, v.name, dtype_name(p.dtype), p.label());
-          r.points.push_back(bench_variant(op, v, c, prep, *dev, opt));
+          try {
+            r.points.push_back(bench_variant(op, v, c, prep, *dev, opt));
+          } catch (const RuntimeFailure& e) {  // one point's failure (a peer's library refusing, say) costs that point alone
+            all_passed = false;
+            r.check_summary.push_back(fmt::format("{} {} {} {}: not timed: {}", op.name, v.name, dtype_name(p.dtype), p.label(), e.what()));
+            continue;
+          }
           if (roofs_done.insert({dev->name(), std::string(dtype_name(p.dtype))}).second) {
             Ceilings c = dev->ceilings(p.dtype);
             r.roofs.push_back({dev->name(), std::string(backend_name(dev->backend())), std::string(dtype_name(p.dtype)),

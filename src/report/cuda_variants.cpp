@@ -134,12 +134,27 @@ std::map<std::string, GpuVerification> gpu_verifications(const std::string& resu
     }
     if (!j.is_object() || !j.contains("points") || !j["points"].is_array()) continue;
     const std::string date = results_date(j, file);
+    std::map<std::string, GpuVerification> in_file;
+    std::string device = file.parent_path().filename().string();
     for (const auto& p : j["points"]) {
       if (!p.is_object() || p.value("backend", "") != "cuda") continue;
-      const std::string key = p.value("op", "") + "/" + p.value("variant", "");
+      device = p.value("device", device);
+      GpuVerification& v = in_file[p.value("op", "") + "/" + p.value("variant", "")];
+      v.timed = true;
+    }
+    if (j.contains("checks") && j["checks"].is_array())
+      for (const auto& c : j["checks"]) {
+        if (!c.is_object()) continue;
+        GpuVerification& v = in_file[c.value("op", "") + "/" + c.value("variant", "")];
+        const std::string status = c.value("status", "");
+        if (status == "ok") ++v.checks_passed;
+        else if (status.rfind("FAIL", 0) == 0 && v.failure.empty()) v.failure = c.value("dtype", "") + " " + status;
+      }
+    for (auto& [key, v] : in_file) {
       auto it = found.find(key);
       if (it != found.end() && it->second.date > date) continue;
-      found[key] = {p.value("device", file.parent_path().filename().string()), date, display_path(file)};
+      v.device = device, v.date = date, v.file = display_path(file);
+      found[key] = v;
     }
   }
   return found;
@@ -165,11 +180,14 @@ std::vector<CudaVariantRow> cuda_variant_rows(const std::vector<CheckTally>& tal
       r.resources = variant_resources_line(v);
       r.static_info = variant_static_json(v);
       if (auto it = verified.find(op.name + "/" + v.name); it != verified.end()) {
-        r.gpu_verified = true;
-        r.gpu_device = it->second.device;
-        r.gpu_date = it->second.date;
-        r.gpu_file = it->second.file;
-        r.gpu = fmt::format("verified on {} at {} ({})", r.gpu_device, r.gpu_date, r.gpu_file);
+        const GpuVerification& g = it->second;
+        r.gpu_verified = g.failure.empty();
+        r.gpu_device = g.device;
+        r.gpu_date = g.date;
+        r.gpu_file = g.file;
+        if (!g.failure.empty()) r.gpu = fmt::format("FAILED its check on {} at {}: {} ({})", g.device, g.date, g.failure, g.file);
+        else if (g.timed) r.gpu = fmt::format("verified on {} at {} ({})", g.device, g.date, g.file);
+        else r.gpu = fmt::format("checked on {} at {} ({} checks passed; not timed) ({})", g.device, g.date, g.checks_passed, g.file);
       } else {
         r.gpu = "not yet run on a GPU";
       }

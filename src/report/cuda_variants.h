@@ -1,8 +1,8 @@
 // The report's "CUDA variants" section: each registered CUDA rung with whether it passes in the
-// simulator, its static resources (build/cuda_static: cuobjdump of the built objects), and whether a committed GPU results
-// file (bench/results/<gpu>/*.json) holds a point for it: "verified on <gpu> at <date> (<file>)"
-// or "not yet run on a GPU". A point there means the GPU ran the rung and its result passed the
-// reference check (bench_variant times only a checked result).
+// simulator, its static resources (build/cuda_static: cuobjdump of the built objects), and what a committed GPU results
+// file (bench/results/<gpu>/*.json) says of it: "verified on <gpu> at <date> (<file>)" for a point (bench_variant times
+// only a result that passed the reference check), "FAILED its check on <gpu> ..." when a row of the file's GPU check
+// table failed, "checked on <gpu> ... not timed" for passed rows alone, or "not yet run on a GPU".
 #pragma once
 #include <map>
 #include <string>
@@ -15,10 +15,14 @@ namespace kl {
 
 struct GpuVerification {
   std::string device, date, file;
+  bool timed = false;        // the file holds a point of the variant
+  int checks_passed = 0;     // rows of its GPU check table that passed ("checks", device_results.py)
+  std::string failure;       // the first failed row ("fp16 FAIL k=10944,...: why"); empty when none
 };
 
-// Points with backend "cuda" in RESULTS_DIR/<gpu>/*.json (an object with a "points" list), by
-// "op/variant", the newest file winning. Unreadable files are skipped with a line in `warnings`.
+// Points with backend "cuda", and rows of `check --backend cuda` ("checks"), in
+// RESULTS_DIR/<gpu>/*.json, by "op/variant", the newest file winning. Unreadable files are skipped
+// with a line in `warnings`.
 std::map<std::string, GpuVerification> gpu_verifications(const std::string& results_dir,
                                                          std::vector<std::string>* warnings = nullptr);
 

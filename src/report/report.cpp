@@ -63,7 +63,7 @@ nlohmann::json report_to_json(const ReportData& r) {
   nlohmann::json cuda = nlohmann::json::array();
   for (const CudaVariantRow& c : r.cuda_variants) {
     nlohmann::json gpu = nullptr;
-    if (c.gpu_verified) gpu = {{"device", c.gpu_device}, {"date", c.gpu_date}, {"file", c.gpu_file}};
+    if (!c.gpu_device.empty()) gpu = {{"device", c.gpu_device}, {"date", c.gpu_date}, {"file", c.gpu_file}};
     nlohmann::json profiles = nlohmann::json::array();
     for (const RungProfileSummary& p : c.profiles)
       profiles.push_back({{"problem", p.problem},

@@ -42,8 +42,8 @@ struct CudaVariantRow {
   std::string resources;      // "sm_90a: 28 registers, 4096 B smem, no spills" or why not known
   nlohmann::json static_info;  // variant_static_json: registers, smem_bytes, spill_bytes, kernels, ...
   bool gpu_verified = false;
-  std::string gpu_device, gpu_date, gpu_file;  // set when verified
-  std::string gpu;  // "verified on <gpu> at <date> (<file>)" or "not yet run on a GPU"
+  std::string gpu_device, gpu_date, gpu_file;  // set when a results file names the variant
+  std::string gpu;  // "verified on <gpu> at <date> (<file>)", "FAILED its check on ...", "checked on ...", or "not yet run on a GPU"
   std::vector<RungProfileSummary> profiles;  // one per profile case of its op
   std::string memory;  // the profiles in one line, or why there are none
 };

@@ -6,6 +6,10 @@
 
 namespace kl::KL_TARGET::attention {
 
+// Internal linkage: a kernel's host stub is local to each object, so a shared launcher must be too,
+// or the linker keeps one object's copy and the others launch a stub their rung does not declare.
+namespace {
+
 inline constexpr int kBwdThreads = 256;
 
 // D of row (token, head) = dO . O, one warp per row, stored [h, total_q] as the LSE is.
@@ -48,5 +52,7 @@ template <class E> void finish_atomic_dq(const AttentionParams& p, const Args& a
   const int64_t n = p.total_q() * p.heads * p.head_dim;
   KL_LAUNCH(dq_convert<E>, bwd_blocks(n), kBwdThreads, 0, a.stream, dq_acc, static_cast<E*>(a.out[0].data()), n);
 }
+
+}  // namespace
 
 }  // namespace kl::KL_TARGET::attention

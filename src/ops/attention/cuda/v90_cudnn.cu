@@ -2,7 +2,8 @@
 // built through cudnn-frontend's graph API as PyTorch's CUDNN_ATTENTION backend builds it. cuDNN reads
 // and writes our buffers in place through strides: Q [total_q, h, d] is its [b, h, s_q, d] with strides
 // (s_q h d, d, h d, 1), and our LSE [h, total_q] its Stats [b, h, s_q, 1] with strides (s_q, total_q,
-// 1, 1), a natural log as ours. Lengths that differ (--seqlens) are ragged offsets with a padding mask;
+// 1, 1), a natural log as ours (the backward's copied to a packed [b, h, s_q] first: cuDNN 9.19 on an
+// H200 refused the strided one). Lengths that differ (--seqlens) are ragged offsets with a padding mask;
 // the masks are cuDNN's diagonal band, aligned bottom-right as ours. A problem's graph is built once,
 // in workspace_bytes (its workspace size is known only then), and cached, so no timed run builds one;
 // a failure to build is kept and reported by run. libcudnn is opened when a peer first runs (the
@@ -97,6 +98,14 @@ int64_t slot_ints(const AttentionParams& p) { return (p.batch + 1 + 3) / 4 * 4; 
 size_t head_bytes(const AttentionParams& p) {
   return geometry(p).ragged ? (kSlots * slot_ints(p) * sizeof(int32_t) + 255) / 256 * 256 : 0;
 }
+// cuDNN before 9.26 takes the backward's Stats only as a packed [b, h, s_q] unless ragged. Our LSE
+// [h, b s_q] is that layout when b or h is 1; otherwise run copies it there, after the head.
+bool stats_copied(const AttentionParams& p, bool backward) {
+  return backward && !geometry(p).ragged && p.batch > 1 && p.heads > 1;
+}
+size_t stats_bytes(const AttentionParams& p, bool backward) {
+  return stats_copied(p, backward) ? (size_t(p.heads * p.total_q()) * sizeof(float) + 255) / 256 * 256 : 0;
+}
 std::vector<int32_t> head_values(const AttentionParams& p) {
   const int64_t n = slot_ints(p);
   std::vector<int32_t> v(size_t(kSlots * n), 0);
@@ -135,9 +144,11 @@ TensorPtr input(fe::graph::Graph& graph, const char* name, int64_t uid, const Ge
   rows(*t, uid, g, heads, s, dim, offsets);
   return t;
 }
-// Our LSE [h, total_q] as cuDNN's Stats [b, h, s_q, 1].
-void lse(Attrs& t, const AttentionParams& p, const Geometry& g, const TensorPtr& offsets) {
-  t.set_uid(kLse).set_data_type(fe::DataType_t::FLOAT).set_dim({g.b, p.heads, g.s_q, 1}).set_stride({g.s_q, p.total_q(), 1, 1});
+// Our LSE [h, total_q] as cuDNN's Stats [b, h, s_q, 1]; the backward's, packed [b, h, s_q] unless ragged.
+void lse(Attrs& t, const AttentionParams& p, const Geometry& g, const TensorPtr& offsets, bool backward) {
+  const std::vector<int64_t> stride = backward && !g.ragged ? std::vector<int64_t>{p.heads * g.s_q, g.s_q, 1, 1}
+                                                            : std::vector<int64_t>{g.s_q, p.total_q(), 1, 1};
+  t.set_uid(kLse).set_data_type(fe::DataType_t::FLOAT).set_dim({g.b, p.heads, g.s_q, 1}).set_stride(stride);
   if (offsets) t.set_ragged_offset(offsets);
 }
 
@@ -176,7 +187,7 @@ std::shared_ptr<fe::graph::Graph> forward_graph(const AttentionParams& p) {
   mask(a, p, g, r);
   const auto [o, stats] = graph->sdpa(q, k, v, a);
   rows(o->set_output(true), kO, g, p.heads, g.s_q, p.head_dim_v, r[kOffO]);
-  lse(stats->set_output(true), p, g, r[kOffLse]);
+  lse(stats->set_output(true), p, g, r[kOffLse], false);
   return graph;
 }
 
@@ -190,7 +201,7 @@ std::shared_ptr<fe::graph::Graph> backward_graph(const AttentionParams& p) {
   const TensorPtr o = input(*graph, "O", kO, g, p.heads, g.s_q, p.head_dim_v, r[kOffO]);
   const TensorPtr d_o = input(*graph, "dO", kdO, g, p.heads, g.s_q, p.head_dim_v, r[kOffO]);
   const TensorPtr stats = graph->tensor(Attrs().set_name("LSE"));
-  lse(*stats, p, g, r[kOffLse]);
+  lse(*stats, p, g, r[kOffLse], true);
   fe::graph::SDPA_backward_attributes a;
   a.set_name("sdpa_backward").set_attn_scale(float(p.scale)).set_deterministic_algorithm(p.deterministic);
   mask(a, p, g, r);
@@ -228,7 +239,9 @@ const Built& built(const AttentionParams& p, bool backward) {
   return cache.emplace(key, std::move(b)).first->second;
 }
 
-size_t workspace(const AttentionParams& p, bool backward) { return head_bytes(p) + size_t(built(p, backward).workspace); }
+size_t workspace(const AttentionParams& p, bool backward) {
+  return head_bytes(p) + stats_bytes(p, backward) + size_t(built(p, backward).workspace);
+}
 
 template <bool kBackward> void run(const AttentionParams& p, const Args& a) {
   const Built& b = built(p, kBackward);
@@ -248,9 +261,18 @@ template <bool kBackward> void run(const AttentionParams& p, const Args& a) {
                "cudaMemcpyAsync");
     for (int s = 0; s < kSlots; ++s) pack[kHead + s] = work + s * slot_ints(p) * int64_t(sizeof(int32_t));
   }
+  if (stats_copied(p, kBackward)) {  // [h, b, s_q] -> [b, h, s_q]: per sequence, h rows of s_q floats
+    std::byte* stats = work + head_bytes(p);
+    const size_t row = size_t(p.seq_q(0)) * sizeof(float);
+    for (int64_t i = 0; i < p.batch; ++i)
+      check_cuda(cudaMemcpy2DAsync(stats + i * p.heads * row, row, static_cast<const std::byte*>(in(4)) + i * row,
+                                   size_t(p.total_q()) * sizeof(float), row, size_t(p.heads), cudaMemcpyDeviceToDevice, stream),
+                 "cudaMemcpy2DAsync");
+    pack[kLse] = stats;
+  }
   try {
     check(fe::detail::set_stream(handle(), stream), "cudnnSetStream");
-    check(b.graph->execute(handle(), pack, work + head_bytes(p)), "execute");
+    check(b.graph->execute(handle(), pack, work + head_bytes(p) + stats_bytes(p, kBackward)), "execute");
   } catch (const RuntimeFailure&) {
     throw;
   } catch (const std::exception& e) {

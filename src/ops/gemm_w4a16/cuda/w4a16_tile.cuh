@@ -17,6 +17,10 @@
 
 namespace kl::KL_TARGET::w4a16 {
 
+// Internal linkage: a kernel's host stub is local to each object, so a shared launcher must be too,
+// or the linker keeps one object's copy and the others launch a stub their rung does not declare.
+namespace {
+
 using rowwise::from_f32;
 using rowwise::to_f32;
 
@@ -284,5 +288,7 @@ inline Reason fits_int(const W4A16Params& p) {
   if (p.m * p.k > INT32_MAX || p.n * p.k > INT32_MAX || p.m * p.n > INT32_MAX) return "m*k, n*k and m*n must fit in 32 bits";
   return {};
 }
+
+}  // namespace
 
 }  // namespace kl::KL_TARGET::w4a16

@@ -11,6 +11,10 @@
 
 namespace kl::KL_TARGET::transpose_tile {
 
+// Internal linkage: a kernel's host stub is local to each object, so a shared launcher must be too,
+// or the linker keeps one object's copy and the others launch a stub their rung does not declare.
+namespace {
+
 constexpr int kTile = 32;
 
 template <int B, class Layout, int kRows>
@@ -53,5 +57,7 @@ RungConfig<TransposeParams> config(std::vector<std::string> ptx, std::vector<std
                        std::move(ptx), std::move(sass)}},
           .run = run<Layout, kRows>};
 }
+
+}  // namespace
 
 }  // namespace kl::KL_TARGET::transpose_tile
