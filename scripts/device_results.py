@@ -2,10 +2,11 @@
 """Folds what scripts/device-check.sh measured (its unpacked results.tgz) into the one file that
 bench/results/h200/ keeps and `kernelab report` reads: every bench, sweep and report point (each
 timed only after its output passed the float64 reference check), the probe's ceilings, the GPU, and
-every row of the check tables (a variant that failed its GPU check is shown so, points or not); the
-file's name carries the date (the report reads it from there).
+every row of the check tables (a variant that failed its GPU check is shown so, points or not), and
+when the run ended.
 
 Usage: scripts/device_results.py RESULTS_FOLDER OUT.json"""
+import datetime
 import json
 import pathlib
 import sys
@@ -54,8 +55,20 @@ def main(folder, out):
     if not points:
         sys.exit(f"{folder}: no cuda points found")
     gpu_lines = (folder / "gpu.txt").read_text().splitlines() if (folder / "gpu.txt").exists() else []
+    # The binary's commit (device-prepare.sh wrote it), over what points read at run time: before
+    # 2026-12-04 kernelab took `git describe` of the tree it ran in, the device's copy, not the build's.
+    built = next((l.split("binaries built at ", 1)[1].split(";")[0] for l in gpu_lines if "binaries built at " in l), None)
+    if built and not built.startswith("unknown"):
+        for p in points:
+            if p.get("commit") != built:
+                p["commit_read_at_run_time"] = p.get("commit")
+                p["commit"] = built
     commits = sorted({p.get("commit", "") for p in points})
+    # When the run ended: its newest file (the archive keeps the device's times). The report orders
+    # results files by this, so a later run on the same day wins.
+    newest = max(f.stat().st_mtime for f in folder.rglob("*") if f.is_file())
     result = {
+        "generated_at": datetime.datetime.fromtimestamp(newest, datetime.timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ"),
         "gpu": gpu_lines,
         "commits": commits,
         "probe": load(folder / "probe.json"),

@@ -335,7 +335,11 @@ std::string build_commit() {
     }
 #endif
     while (!out.empty() && (out.back() == '\n' || out.back() == ' ')) out.pop_back();
-    return out.empty() ? std::string(KERNELAB_COMMIT) : out;
+    // The source tree's state describes this binary only while the tree is at the commit it was built
+    // from (a copied tree elsewhere, or a later checkout, is not what ran): else the build's commit.
+    const std::string built = KERNELAB_COMMIT;
+    if (out.empty() || built == "unknown" || out.rfind(built.substr(0, 7), 0) != 0) return built;
+    return out;
   }();
   return commit;
 }

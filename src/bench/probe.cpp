@@ -105,7 +105,7 @@ nlohmann::json gpu_ceilings_json(const GpuCeilings& g) {
   return {{"gpu", g.gpu},           {"copy_bytes_per_s", g.copy_bytes_per_s}, {"copy_buffer_bytes", g.copy_buffer_bytes},
           {"gemm", gemm},           {"skipped", g.skipped},                   {"measured_at", g.measured_at},
           {"method", "copy: cudaMemcpyAsync device to device, read + write counted; gemm: cuBLASLt TN, fp32 accumulate, "
-                     "median of 10 runs each"}};
+                     "operands uniform in [-1, 1), median of 10 runs each"}};
 }
 
 std::string gpu_ceilings_path() {
