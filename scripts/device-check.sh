@@ -120,6 +120,7 @@ run_sim_programs() {  # the tests/sim programs, then the planted bugs under comp
            graph_replay streams_events device_query access_patterns early_exit shuffle_exited_source; do
     if timeout --foreground 30 ".device-bin/sim/$p" > "$W/sim-programs/$p.txt" 2>&1; then echo "ok    $p"; else echo "FAIL  $p (exit $?)"; failed=1; fi
   done
+  grep -h "accumulation" "$W/sim-programs/wgmma_fp8.txt"  # the hardware's bits, against the simulator's modelled 15
   [ -n "$sanitizer" ] || { echo "compute-sanitizer not found"; return 1; }
   # The simulator's checkers (sim run --race-check / --memcheck) catch each of these; compute-sanitizer should too.
   local planted=("racecheck race" "memcheck oob global" "memcheck oob shared" "memcheck oob freed" "memcheck misaligned 1")

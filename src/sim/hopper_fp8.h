@@ -5,6 +5,8 @@
 // The same checks and the same asynchrony as the 16-bit twin: a warpgroup collective after a
 // wgmma.fence, the multiply run at the wgmma.wait_group that covers it.
 #pragma once
+#include <algorithm>
+#include <cmath>
 #include <cstdint>
 #include <cstring>
 #include <string>
@@ -12,6 +14,19 @@
 #include <vector>
 
 namespace kl::sim::hopper {
+
+// How the 8-bit wgmma adds into D, modelled: its 32 products (exact) summed, then added to D keeping
+// 15 significant bits (14 after the leading one) of the larger addend, truncated toward zero.
+// DeepSeek-V3 (arXiv 2412.19437, section 3.3.2) measured "around 14 bits" on an H800. Fitted to an
+// H200 (bench/results/h200/2026-12-04-*): gemm_fp8 v02 without promotion, at k = 10944, erred
+// 4.12e-3 (fp16) and 5.13e-3 (bf16) there and 4.21e-3 and 6.19e-3 here (fp32 sums: 3.9e-4 and
+// 2.9e-3); with promotion every 128 k, 9.7e-4 and 2.9e-3 there, 3.9e-4 and 2.9e-3 here.
+inline float fp8_wgmma_accumulate(float d, double products) {
+  const double sum = double(d) + products, larger = std::max(std::fabs(double(d)), std::fabs(products));
+  if (larger == 0.0) return 0.0f;
+  const double ulp = std::ldexp(1.0, std::ilogb(larger) - 14);
+  return float(std::trunc(sum / ulp) * ulp);
+}
 
 // The host address of element (mn, k) of a K-major 8-bit operand: byte k of row mn. No swizzle:
 // 8 x 16-byte core matrices SBO apart along M/N and LBO apart along K. Swizzled: rows of the
@@ -28,7 +43,7 @@ inline const unsigned char* operand_at_8bit(const Descriptor& d, unsigned mn, un
 }
 
 // wgmma.mma_async m64nNk32 with 8-bit A (64 x 32) and B (32 x N): D = A B + (scale_d ? D : 0),
-// the products and sums in fp32. D as the 16-bit twin's: thread (warp w, lane 4g+t), d[i] at
+// added as fp8_wgmma_accumulate models. D as the 16-bit twin's: thread (warp w, lane 4g+t), d[i] at
 // row 16w + g + 8((i%4)/2), column 8(i/4) + 2t + i%2.
 template <int N, class Decode>
 void wgmma_8bit(float* d, std::uint64_t desc_a, std::uint64_t desc_b, int scale_d, Decode decode_element, const char* what,
@@ -54,10 +69,10 @@ void wgmma_8bit(float* d, std::uint64_t desc_a, std::uint64_t desc_b, int scale_
   q.wgmma.push_back({[=] {
                        for (int i = 0; i < N / 2; ++i) {
                          const unsigned row = 16 * w + g + 8 * ((i % 4) / 2), col = 8 * (i / 4) + 2 * t + i % 2;
-                         float acc = scale_d ? d[i] : 0.0f;
+                         double products = 0.0;
                          for (unsigned k = 0; k < kK; ++k)
-                           acc = acc + decode_element(*operand_at_8bit(da, row, k)) * decode_element(*operand_at_8bit(db, col, k));
-                         d[i] = acc;
+                           products += double(decode_element(*operand_at_8bit(da, row, k))) * decode_element(*operand_at_8bit(db, col, k));
+                         d[i] = fp8_wgmma_accumulate(scale_d ? d[i] : 0.0f, products);
                        }
                      },
                      q.wgmma_committed});
