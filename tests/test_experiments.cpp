@@ -28,7 +28,12 @@ TEST(Experiments, CostModelsByHand) {
   EXPECT_EQ(bw(2), 1 << 20);
   EXPECT_EQ(bw(3), 86.0 * 3 * 4096);
   EXPECT_EQ(bw(1024), 4 << 20);
-  EXPECT_EQ(kl::find_op("exp_cache_latency").cost(problem("exp_cache_latency", {{"steps", 100}})).bytes, 400.0);
+  const auto chase = [](std::map<std::string, int64_t> dims) { return kl::find_op("exp_cache_latency").cost(problem("exp_cache_latency", dims)).bytes; };
+  EXPECT_EQ(chase({{"steps", 100}}), 400.0);
+  // Without steps, once around the cycle of 128-byte slots, between 20000 and 2^20 loads.
+  EXPECT_EQ(chase({{"ws_kib", 16}}), 4.0 * 20000);
+  EXPECT_EQ(chase({{"ws_kib", 4096}}), 4.0 * 32768);
+  EXPECT_EQ(chase({{"ws_kib", 262144}}), 4.0 * (1 << 20));
   const kl::Cost banks = kl::find_op("exp_smem_banks").cost(problem("exp_smem_banks", {{"blocks", 2}, {"reps", 10}}));
   EXPECT_EQ(banks.flops, 2.0 * 256 * 10);
   EXPECT_EQ(banks.bytes, 4 * 2.0 * 256 * 10);

@@ -128,21 +128,33 @@ Op make_exp_cache_bandwidth_op() {
   return op;
 }
 
+// Loads in a timed chase: the steps given, or once around the cycle (at least 20000 loads, at most
+// 2^20): repeated runs of fewer steps than slots walk the same lines, which then sit in L2 (an H200's
+// 20000 steps read 147-151 ns a load from 1 MiB to 1 GiB alike).
+int64_t latency_steps(const Problem& p) {
+  const int64_t steps = p.dim("steps");
+  return steps > 0 ? steps : std::clamp<int64_t>(ws_floats(p) / kChaseSlotFloats, 20000, int64_t{1} << 20);
+}
+
 Op make_exp_cache_latency_op() {
   Op op;
   op.experiment = true;
   op.name = "exp_cache_latency";
-  op.summary = "experiment: one thread follows a random cycle of 128-byte slots through a ws_kib working set for `steps` loads";
+  op.summary = "experiment: one thread follows a random cycle of 128-byte slots through a ws_kib working set for `steps` loads (0: once around)";
   op.counting =
       "0 FLOPs; bytes: 4 per load (steps * 4). Each load needs the one before it, so time / steps is the load-to-use "
       "latency of the level that holds the working set; past the TLB's reach it includes page-walk misses";
-  op.dims = {{"ws_kib", 262144, "working set in KiB"}, {"steps", 20000, "dependent loads"}};
+  op.dims = {{"ws_kib", 262144, "working set in KiB"},
+             {"steps", 0, "dependent loads; 0: once around the cycle, at least 20000, at most 2^20"}};
   op.dtypes = {DType::f32};
   op.parse = [](const Problem& p) -> std::any {
-    return ExpCacheLatencyParams{p.dim("ws_kib"), p.dim("steps"), p.dtype_of("x"), p.dtype_of("y")};
+    return ExpCacheLatencyParams{p.dim("ws_kib"), latency_steps(p), p.dtype_of("x"), p.dtype_of("y")};
   };
-  op.validate = [](const Problem& p) { validate_ws(p, "exp_cache_latency"); };
-  op.cost = [](const Problem& p) { return Cost{0, 4.0 * static_cast<double>(p.dim("steps"))}; };
+  op.validate = [](const Problem& p) {
+    validate_ws(p, "exp_cache_latency");
+    if (p.dim("steps") < 0) bad_input(fmt::format("exp_cache_latency: steps={} is negative", p.dim("steps")));
+  };
+  op.cost = [](const Problem& p) { return Cost{0, 4.0 * static_cast<double>(latency_steps(p))}; };
   op.inputs = [](const Problem& p) {
     TensorSpec x{"x", DType::f32, {ws_floats(p)}, {}};
     x.fill = fill_chase;
@@ -150,7 +162,7 @@ Op make_exp_cache_latency_op() {
   };
   op.outputs = [](const Problem&) { return std::vector<TensorSpec>{{"y", DType::f32, {1}, {}}}; };
   op.reference = [](const Problem& p, std::span<const Tensor> in) {
-    return std::vector<std::vector<double>>{{chase_end(static_cast<const uint32_t*>(in[0].data()), p.dim("steps"))}};
+    return std::vector<std::vector<double>>{{chase_end(static_cast<const uint32_t*>(in[0].data()), latency_steps(p))}};
   };
   op.check_cases = [](const Op& self) {
     std::vector<Problem> out;
