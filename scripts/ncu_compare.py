@@ -59,6 +59,10 @@ COMPARED = [
     ("model__dram_bytes_write.sum", ("dram__bytes_write.sum",), "modelled"),
 ]
 COMPARED_SIM_KEYS = {sim for sim, _, _ in COMPARED}
+# ncu counts subtracted from a row's sum: the tensor pipe's instruction count includes HFMA2.MMA, which
+# the compiler also issues in kernels with no matrix instruction (an H200, 2026-12-04: thousands in
+# softmax and layernorm against the simulator's 0).
+MINUS = {"sm__inst_executed_pipe_tensor_op_hmma.sum": ("sm__inst_executed_pipe_tensor_op_hmma_type_hfma2.sum",)}
 
 # ncu's auto-scaled units (the default without --print-units base): decimal prefixes of a base unit.
 _UNIT_PREFIX = {"": 1.0, "K": 1e3, "M": 1e6, "G": 1e9, "T": 1e12}
@@ -72,8 +76,8 @@ class InputError(Exception):
 def metrics_list(available=None):
     """The ncu metric names to request, in order, each once; only those in `available` if given."""
     out = []
-    for _, ncu_keys, _ in COMPARED:
-        for k in ncu_keys:
+    for sim_key, ncu_keys, _ in COMPARED:
+        for k in ncu_keys + MINUS.get(sim_key, ()):
             if k not in out:
                 out.append(k)
     if available:
@@ -483,6 +487,10 @@ def compare_metric(sim_group, ncu_group, columns, sim_key, ncu_keys, kind, per_l
     if present and any(k in ncu_group["seen"] for k in present):
         vals = [ncu_group["metrics"][k] for k in present if k in ncu_group["metrics"]]
         ncu_v = sum(vals) if vals else None
+        minus = [k for k in MINUS.get(sim_key, ()) if k in ncu_group["metrics"]]
+        if ncu_v is not None and minus:
+            ncu_v -= sum(ncu_group["metrics"][k] for k in minus)
+            row["ncu_metric"] += " - " + " - ".join(minus)
     if per_launch:
         if sim_v is not None:
             sim_v /= sim_group["launches"]

@@ -285,6 +285,21 @@ class NcuCompareTest(unittest.TestCase):
         naive = next(k for k in r["kernels"] if k["name"] == "transpose_naive<4>")
         self.assertEqual((naive["matched_by"], naive["ncu_launches"]), ("function name only", 2))
 
+    def test_hfma2_taken_out_of_the_tensor_pipe_count(self):
+        hmma, hfma2 = "sm__inst_executed_pipe_tensor_op_hmma.sum", "sm__inst_executed_pipe_tensor_op_hmma_type_hfma2.sum"
+        self.assertIn(hfma2, nc.metrics_list())
+        sim = {"op": "softmax", "problem": "p", "gpu": "h200", "rungs": [{"variant": "v", "config": "c", "sampled_blocks": None,
+               "kernels": [{"name": "transpose_naive<4>", "launches": 1, "grid": [32, 128, 1], "block": [32, 8, 1],
+                            "metrics": {hmma: 0}}]}]}
+        sim_path = self.write("hfma2.sim.json", json.dumps(sim))
+        for counts, ncu_value, verdict in (((10, 10), 0, "exact"), ((10, 6), 4, "DIFFERS")):
+            csv = csv_text(HEADER[:11] + [hmma, hfma2], [launch(1, NAIVE, [str(c) for c in counts])], noise=False)
+            rc, out, err = self.run_main(sim_path, self.write("hfma2.csv", csv), "--json")
+            self.assertEqual(rc, 0, err)
+            m = self.metric(json.loads(out), "transpose_naive<4>", hmma)
+            self.assertEqual((m["ncu"], m["verdict"]), (ncu_value, verdict))
+            self.assertIn("- " + hfma2, m["ncu_metric"])
+
     def test_names(self):
         self.assertEqual(nc.plain_name(NAIVE), "transpose_naive<4>")
         self.assertEqual(nc.plain_name("kl::sim_ops::{anonymous}::softmax_warp<float, 4u, 8>"), "softmax_warp<float, 4, 8>")
