@@ -1,3 +1,4 @@
+#include <algorithm>
 #include <cmath>
 #include <fmt/format.h>
 
@@ -94,7 +95,7 @@ std::vector<std::vector<double>> attend(const AttentionParams& a, const std::vec
   for (int64_t b = 0; b < a.batch; ++b)
     for (int64_t h = 0; h < a.heads; ++h) {
       const int64_t g = h / a.group();
-      std::vector<double> s(size_t(a.seq_kv(b)));
+      std::vector<double> s(size_t(a.seq_kv(b))), acc(size_t(a.head_dim_v));
       for (int64_t i = 0; i < a.seq_q(b); ++i) {
         const int64_t tq = a.q_start[b] + i;
         const auto [first, last] = a.visible(b, i);
@@ -110,11 +111,14 @@ std::vector<std::vector<double>> attend(const AttentionParams& a, const std::vec
         double sum = 0;
         for (int64_t j = first; j < last; ++j) sum += std::exp(s[j] - m);
         lse[h * a.total_q() + tq] = rounding.lse(m + std::log(sum));
-        for (int64_t c = 0; c < a.head_dim_v; ++c) {
-          double acc = 0;
-          for (int64_t j = first; j < last; ++j) acc += rounding.probability(std::exp(s[j] - m) / sum) * v[a.v_row(a.kv_start[b] + j, g) + c];
-          o[a.o_row(tq, h) + c] = rounding.output(acc);
+        // Each probability once, then every output column summed over j in order (as column by column).
+        std::fill(acc.begin(), acc.end(), 0.0);
+        for (int64_t j = first; j < last; ++j) {
+          const double pj = rounding.probability(std::exp(s[j] - m) / sum);
+          const double* vj = &v[a.v_row(a.kv_start[b] + j, g)];
+          for (int64_t c = 0; c < a.head_dim_v; ++c) acc[c] += pj * vj[c];
         }
+        for (int64_t c = 0; c < a.head_dim_v; ++c) o[a.o_row(tq, h) + c] = rounding.output(acc[c]);
       }
     }
   return {o, lse};
