@@ -34,6 +34,7 @@ constexpr int kChunksK = kBK * 2 / 16;  // 16-byte chunks per row of a 16-bit k 
 constexpr int kStages = 4;
 constexpr int kMaxSplits = 16;
 constexpr int kMinTilesPerSplit = 4;  // a split shorter than this cannot fill its pipeline
+constexpr int kBlocksPerSm = 4;       // the splits' target: enough loads in flight to cover DRAM latency
 constexpr int kMostSms = 256;         // the workspace is sized before a device is asked
 
 template <int BM, int BN, int WarpsM> struct Tile {
@@ -67,7 +68,10 @@ template <class Tl> Grid grid_of(const W4A16Params& p, int sms) {
   Grid g{int((p.n + Tl::kBN - 1) / Tl::kBN), int((p.m + Tl::kBM - 1) / Tl::kBM), 1, int(p.k / kBK)};
   const int tiles = g.tiles_per_split, blocks = g.n_blocks * g.m_blocks;
   const int most = std::min(kMaxSplits, std::max(1, tiles / kMinTilesPerSplit));
-  const int want = std::min(most, (sms + blocks - 1) / blocks);  // one block per SM at least
+  // Four blocks per SM where k allows: at m = 1 each block has 3 tiles (6 KiB of int4 weights) in flight,
+  // and an H200 ran N = K = 4096 at 0.39 TB/s with about 1.5 blocks per SM (Little's law: bytes in
+  // flight over latency); four should move about 2.7 times as many bytes (a prediction, not yet measured).
+  const int want = std::min(most, (kBlocksPerSm * sms + blocks - 1) / blocks);
   g.tiles_per_split = (tiles + want - 1) / want;
   g.splits = (tiles + g.tiles_per_split - 1) / g.tiles_per_split;
   return g;
