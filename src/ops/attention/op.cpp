@@ -95,23 +95,24 @@ std::vector<std::vector<double>> attend(const AttentionParams& a, const std::vec
   for (int64_t b = 0; b < a.batch; ++b)
     for (int64_t h = 0; h < a.heads; ++h) {
       const int64_t g = h / a.group();
-      std::vector<double> s(size_t(a.seq_kv(b))), acc(size_t(a.head_dim_v));
+      std::vector<double> s(size_t(a.seq_kv(b))), acc(size_t(a.head_dim_v)), qs(size_t(a.head_dim));
       for (int64_t i = 0; i < a.seq_q(b); ++i) {
         const int64_t tq = a.q_start[b] + i;
         const auto [first, last] = a.visible(b, i);
         if (first == last) continue;
+        for (int64_t c = 0; c < a.head_dim; ++c) qs[size_t(c)] = rounding.scaled_q(q[a.q_row(tq, h) + c] * a.scale);
         double m = -INFINITY;
         for (int64_t j = first; j < last; ++j) {
           const int64_t tk = a.kv_start[b] + j;
           double dot = 0;
-          for (int64_t c = 0; c < a.head_dim; ++c) dot += rounding.scaled_q(q[a.q_row(tq, h) + c] * a.scale) * k[a.k_row(tk, g) + c];
+          for (int64_t c = 0; c < a.head_dim; ++c) dot += qs[size_t(c)] * k[a.k_row(tk, g) + c];
           s[j] = rounding.score(dot);
           m = std::max(m, s[j]);
         }
         double sum = 0;
         for (int64_t j = first; j < last; ++j) sum += std::exp(s[j] - m);
         lse[h * a.total_q() + tq] = rounding.lse(m + std::log(sum));
-        // Each probability once, then every output column summed over j in order (as column by column).
+        // q * scale and each probability once, then every output column summed over j in order.
         std::fill(acc.begin(), acc.end(), 0.0);
         for (int64_t j = first; j < last; ++j) {
           const double pj = rounding.probability(std::exp(s[j] - m) / sum);
