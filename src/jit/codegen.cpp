@@ -25,7 +25,10 @@ std::string safe(const std::string& name) {
       "while", "size_t", "new", "delete", "this", "true", "false", "class", "struct", "template", "typedef", "using",
       "namespace", "switch", "case", "default", "break", "continue", "static", "extern", "signed", "unsigned", "union",
       "volatile", "register", "sizeof", "operator", "public", "private", "protected", "virtual", "friend", "goto",
-      "inline", "enum", "mutable", "try", "catch", "throw", "typename", "and", "or", "not", "xor", "half", "main", "run"};
+      "inline", "enum", "mutable", "try", "catch", "throw", "typename", "and", "or", "not", "xor", "half", "main", "run",
+      // what the kernels call or read: a local of that name would hide it
+      "expf", "logf", "sqrtf", "rsqrtf", "tanhf", "erff", "fmaxf", "fminf", "threadIdx", "blockIdx", "blockDim", "gridDim",
+      "warpSize", "partial", "std", "printf", "assert", "nullptr", "NULL", "INFINITY", "NAN"};
   const bool ours = name.rfind("kl_", 0) == 0 || name.rfind("in_", 0) == 0 || name.rfind("out_", 0) == 0 ||
                     name.rfind("acc", 0) == 0 || name.rfind("__", 0) == 0 ||
                     (name.size() > 1 && name[0] == 't' && std::all_of(name.begin() + 1, name.end(), ::isdigit));
@@ -175,7 +178,6 @@ std::set<int> needed(const Program& p, const std::vector<int>& targets) {
 
 std::string fused_kernel(const Program& p) {
   std::string s;
-  std::vector<int> staged_inputs;  // Full inputs read by more than one pass
   std::map<int, std::set<int>> passes_of_input;
   const int passes = p.levels + 1;
   auto targets_of = [&](int pass) {
@@ -270,7 +272,6 @@ std::string fused_kernel(const Program& p) {
       if (o.kind == Kind::row) s += fmt::format("  if (threadIdx.x == 0) st(&out_{}[r], {});\n", o.name, ref(o.node));
   }
   s += "}\n";
-  (void)staged_inputs;
   return s;
 }
 
@@ -340,8 +341,8 @@ std::string unfused_kernels(const Program& p) {
 
 // The host side of one dtype in the simulator program: allocate, copy, poison, launch, read back.
 std::string host_run(const Program& p) {
-  std::string s = "int run(bool fused, int rows, int cols, const char* in_path, const char* out_path) {\n";
-  s += "  std::vector<char> host = read_all(in_path);\n  size_t at = 0;\n";
+  std::string s = "int run(bool fused, int rows, int cols, const char* kl_in_path, const char* kl_out_path) {\n";
+  s += "  std::vector<char> host = read_all(kl_in_path);\n  size_t at = 0;\n";
   s += "  const int threads = kl_block_threads(cols);\n";
   for (const Tensor& in : p.inputs) {
     s += fmt::format("  const size_t n_{0} = {1};\n  T* in_{0} = nullptr;\n  CHECK(cudaMalloc(&in_{0}, n_{0} * sizeof(T)));\n", in.name,
@@ -384,7 +385,7 @@ std::string host_run(const Program& p) {
   s += "  }\n  CHECK(cudaDeviceSynchronize());\n";
   s += "  std::vector<char> result;\n  for (const auto& [ptr, n] : outputs) {\n    const size_t base = result.size();\n"
        "    result.resize(base + n * sizeof(T));\n    CHECK(cudaMemcpy(result.data() + base, ptr, n * sizeof(T), cudaMemcpyDeviceToHost));\n  }\n";
-  s += "  return write_all(out_path, result);\n}\n";
+  s += "  return write_all(kl_out_path, result);\n}\n";
   return s;
 }
 

@@ -7,6 +7,7 @@
 
 #include <cmath>
 #include <filesystem>
+#include <fstream>
 #include <nlohmann/json.hpp>
 #include <regex>
 
@@ -237,6 +238,28 @@ TEST(FuseCli, NvrtcEmitColdWarmAndNoLocalMemory) {
   EXPECT_LT(j["compile_s_warm"].get<double>() * 10, j["compile_s_cold"].get<double>());
 }
 
+// The 16-bit dtypes through NVRTC too (cuda_fp16.h / cuda_bf16.h conversions), for sm_80.
+TEST(FuseCli, NvrtcCompilesHalfAndBfloat16) {
+  for (const std::string dtype : {"fp16", "bf16"}) {
+    const CliResult r = fuse(kSoftmax, "--rows 3 --cols 7 --arch sm_80 --json --dtype " + dtype);
+    ASSERT_EQ(r.code, 0) << r.err;
+    const nlohmann::json j = parse_json(r);
+    EXPECT_EQ(j["schedule"], "fused") << j["fallback"];
+    EXPECT_EQ(j["ptx_local_memory"], false);
+    EXPECT_GT(j["ptx_bytes"].get<int64_t>(), 1000);
+  }
+}
+
+// Input names that are C++ keywords, CUDA's names, a math function the kernel calls, or a
+// name of the generated code itself still compile and compute.
+TEST(FuseCli, NamesThatMeetCppCudaOrTheGeneratedCode) {
+  const CliResult r = fuse("t1 = expf * path + c - int; out = rowsum(t1 * threadIdx); y = t1 / out", "--rows 4 --cols 9 --json");
+  ASSERT_EQ(r.code, 0) << r.err;
+  const nlohmann::json j = parse_json(r);
+  EXPECT_EQ(j["inputs"].size(), 5u);
+  EXPECT_EQ(j["passed"], true);
+}
+
 TEST(FuseCli, PlantedJitFailureFallsBackWithACorrectResult) {
   const CliResult r = fuse(kLayernorm, "--vector g,b --rows 127 --cols 33 --dtype fp16 --arch sm_90a --json", "KERNELAB_JIT_FAIL=1");
   ASSERT_EQ(r.code, 0) << r.err;
@@ -289,4 +312,45 @@ TEST(FuseCli, MalformedExpressionsNameTheColumn) {
   const CliResult v = fuse(kSwiglu, "--vector q");
   EXPECT_EQ(v.code, 2);
   EXPECT_NE(v.err.find("--vector q names no input"), std::string::npos) << v.err;
+}
+
+// A row too long for the shared-memory stage (13000 fp32 columns: 52 KB > 48 KiB): the later
+// passes read the input again from global memory, and the result is still right.
+TEST(FuseCli, RowLongerThanTheStageIsReadAgain) {
+  const CliResult r = fuse(kSoftmax, "--json --rows 2 --cols 13000");
+  ASSERT_EQ(r.code, 0) << r.err;
+  const nlohmann::json j = parse_json(r);
+  EXPECT_EQ(j["schedule"], "fused");
+  EXPECT_EQ(j["passed"], true);
+  EXPECT_LE(j["max_rel_err"]["y"].get<double>(), 1e-5);
+}
+
+// The generated program as `sim run --race-check` runs it (every barrier interval forward, then
+// reversed; any difference fails) and under --memcheck: no race, no bad access, both schedules.
+TEST(FuseCli, GeneratedProgramIsRaceFreeAndInBounds) {
+  const CliResult r = fuse(kSoftmax, "--rows 3 --cols 7");  // makes sure the program is in the cache
+  ASSERT_EQ(r.code, 0) << r.err;
+  const fs::path dir = fs::path(KERNELAB_BINARY).parent_path() / "sim-cache" / "fuse";
+  fs::path program;
+  for (const auto& f : fs::directory_iterator(dir))
+    if (f.path().extension() == ".cu" && kl::test::slurp(f.path()).find(std::string("// expression: ") + kSoftmax + "\n") != std::string::npos)
+      program = f.path();
+  ASSERT_FALSE(program.empty()) << "no simulator program for the softmax in " << dir;
+  const fs::path in = kl::test::scratch_dir() / "race_in.bin", out = kl::test::scratch_dir() / "race_out.bin";
+  {
+    std::ofstream f(in, std::ios::binary);
+    for (int i = 0; i < 5 * 300; ++i) {
+      const float v = float((i * 37 % 101) - 50) / 25.0f + 0.01f;
+      f.write(reinterpret_cast<const char*>(&v), 4);
+    }
+  }
+  for (const std::string check : {"--race-check", "--memcheck"})
+    for (const std::string schedule : {"fused", "unfused"}) {
+      SCOPED_TRACE(check + " " + schedule);
+      const CliResult s = run_kernelab("sim run " + check + " '" + program.string() + "' -- fp32 " + schedule + " 5 300 '" + in.string() + "' '" +
+                                           out.string() + "'",
+                                       env());
+      EXPECT_EQ(s.code, 0) << s.out << s.err;
+      EXPECT_EQ(fs::file_size(out), 5u * 300 * 4);
+    }
 }
