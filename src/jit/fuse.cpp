@@ -186,6 +186,12 @@ FuseReport run_fuse(const FuseRequest& q) {
   const fs::path in = tmp.path / "inputs.bin";
   std::ofstream(in, std::ios::binary) << raw(q.dtype, inputs);
   const auto ref = evaluate(p, inputs, q.rows, q.cols);
+  for (std::size_t i = 0; i < ref.size(); ++i)
+    for (double v : ref[i])
+      if (std::isnan(v))
+        bad_input("fuse: the float64 evaluation of " + p.outputs[i].name +
+                  " gives NaN on the generated inputs (uniform in [-2, 2], or [0.5, 2] where log, sqrt or rsqrt takes an input "
+                  "directly): the expression is not defined there (a log or sqrt of a negative value, 0/0, inf - inf?)");
   const auto unfused = simulate(p, program, q, "unfused", in);
   std::vector<std::vector<double>> fused;
   if (!rep.fallback) fused = simulate(p, program, q, "fused", in);

@@ -309,6 +309,9 @@ TEST(FuseCli, MalformedExpressionsNameTheColumn) {
     EXPECT_NE(r.err.find(c.message), std::string::npos) << r.err;
     EXPECT_NE(r.err.find("at column " + std::to_string(c.column) + "\n"), std::string::npos) << r.err;
   }
+  const CliResult nan = fuse("y = log(x - 3)", "--rows 2 --cols 3");
+  EXPECT_EQ(nan.code, 2);
+  EXPECT_NE(nan.err.find("the float64 evaluation of y gives NaN on the generated inputs"), std::string::npos) << nan.err;
   const CliResult v = fuse(kSwiglu, "--vector q");
   EXPECT_EQ(v.code, 2);
   EXPECT_NE(v.err.find("--vector q names no input"), std::string::npos) << v.err;
