@@ -6,6 +6,7 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <cstdlib>
 #include <filesystem>
 #include <fstream>
 #include <nlohmann/json.hpp>
@@ -330,15 +331,21 @@ TEST(FuseCli, RowLongerThanTheStageIsReadAgain) {
 
 // The generated program as `sim run --race-check` runs it (every barrier interval forward, then
 // reversed; any difference fails) and under --memcheck: no race, no bad access, both schedules.
-TEST(FuseCli, GeneratedProgramIsRaceFreeAndInBounds) {
-  const CliResult r = fuse(kSoftmax, "--rows 3 --cols 7");  // makes sure the program is in the cache
-  ASSERT_EQ(r.code, 0) << r.err;
+// The generated simulator program of the softmax (run once, so that it is in the cache).
+fs::path softmax_program() {
+  const CliResult r = fuse(kSoftmax, "--rows 3 --cols 7");
+  EXPECT_EQ(r.code, 0) << r.err;
   const fs::path dir = fs::path(KERNELAB_BINARY).parent_path() / "sim-cache" / "fuse";
-  fs::path program;
   for (const auto& f : fs::directory_iterator(dir))
     if (f.path().extension() == ".cu" && kl::test::slurp(f.path()).find(std::string("// expression: ") + kSoftmax + "\n") != std::string::npos)
-      program = f.path();
-  ASSERT_FALSE(program.empty()) << "no simulator program for the softmax in " << dir;
+      return f.path();
+  ADD_FAILURE() << "no simulator program for the softmax in " << dir;
+  return {};
+}
+
+TEST(FuseCli, GeneratedProgramIsRaceFreeAndInBounds) {
+  const fs::path program = softmax_program();
+  ASSERT_FALSE(program.empty());
   const fs::path in = kl::test::scratch_dir() / "race_in.bin", out = kl::test::scratch_dir() / "race_out.bin";
   {
     std::ofstream f(in, std::ios::binary);
@@ -356,4 +363,30 @@ TEST(FuseCli, GeneratedProgramIsRaceFreeAndInBounds) {
       EXPECT_EQ(s.code, 0) << s.out << s.err;
       EXPECT_EQ(fs::file_size(out), 5u * 300 * 4);
     }
+}
+
+// The same program is plain CUDA: nvcc compiles it for sm_90a, and ptxas spills nothing in any
+// kernel (fused or unfused, every dtype).
+TEST(FuseCli, GeneratedProgramCompilesWithNvcc) {
+#ifndef KERNELAB_NVCC
+  GTEST_SKIP() << "no nvcc in this build";
+#else
+  const fs::path program = softmax_program();
+  ASSERT_FALSE(program.empty());
+  const fs::path log = kl::test::scratch_dir() / "nvcc.log", binary = kl::test::scratch_dir() / "softmax_nvcc";
+  const std::string cmd = std::string("'") + KERNELAB_NVCC + "' -std=c++17 -arch=sm_90a -Xptxas -v -o '" + binary.string() + "' '" +
+                          program.string() + "' >'" + log.string() + "' 2>&1";
+  const int status = std::system(cmd.c_str());
+  const std::string out = kl::test::slurp(log);
+  ASSERT_EQ(status, 0) << out;
+  auto count = [&](const std::string& what) {
+    size_t n = 0;
+    for (size_t at = 0; (at = out.find(what, at)) != std::string::npos; ++at) ++n;
+    return n;
+  };
+  EXPECT_EQ(count("Compiling entry function"), 3u * 9) << "the fused kernel and 8 unfused steps, for each of 3 dtypes\n" << out;
+  EXPECT_GT(count("Function properties for"), 0u);
+  EXPECT_EQ(count("0 bytes spill stores, 0 bytes spill loads"), count("Function properties for")) << "a function spills\n" << out;
+  EXPECT_EQ(out.find("error"), std::string::npos) << out;
+#endif
 }
