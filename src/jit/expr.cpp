@@ -114,7 +114,8 @@ class Parser {
       ++at_;  // '='
       int id = expr();
       if (p_.nodes[size_t(id)].boolean) fail(text_, p_.nodes[size_t(id)].pos, "a comparison is only allowed as where()'s condition");
-      if (p_.nodes[size_t(id)].op == OpCode::input || !p_.nodes[size_t(id)].name.empty()) id = add({OpCode::copy, {id}}, target.pos);
+      // A statement that names an input, col, row or another statement's value is a copy: a step of its own.
+      if (is_leaf(p_.nodes[size_t(id)].op) || !p_.nodes[size_t(id)].name.empty()) id = add({OpCode::copy, {id}}, target.pos);
       if (p_.nodes[size_t(id)].name.empty()) p_.nodes[size_t(id)].name = target.text;
       env_[target.text] = id;
       order.push_back(target.text);

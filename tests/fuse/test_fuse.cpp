@@ -390,3 +390,17 @@ TEST(FuseCli, GeneratedProgramCompilesWithNvcc) {
   EXPECT_EQ(out.find("error"), std::string::npos) << out;
 #endif
 }
+
+// Outputs that are `col`, `row`, or the same value as another output: each is a step of the
+// unfused chain of its own and a store of the fused kernel.
+TEST(FuseCli, OutputsThatAreIndicesOrCopies) {
+  const CliResult r = fuse("y = col; z = row; a = exp(x); b = exp(x); w = 2 * x", "--rows 4 --cols 5 --dtype bf16 --json");
+  ASSERT_EQ(r.code, 0) << r.err;
+  const nlohmann::json j = parse_json(r);
+  EXPECT_EQ(j["outputs"], nlohmann::json::array({"y", "z", "a", "b", "w"}));
+  EXPECT_EQ(j["passed"], true);
+  EXPECT_EQ(j["max_rel_err"]["y"], 0.0);
+  EXPECT_EQ(j["max_rel_err"]["z"], 0.0);
+  EXPECT_EQ(j["max_rel_err"]["a"], j["max_rel_err"]["b"]);
+  EXPECT_EQ(j["kernels_unfused"], 5);
+}
