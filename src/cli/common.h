@@ -70,5 +70,6 @@ void add_sim(CLI::App& app);
 void add_trace(CLI::App& app);
 void add_quant(CLI::App& app);
 void add_comm(CLI::App& app);
+void add_fuse(CLI::App& app);
 
 }  // namespace kl::cli

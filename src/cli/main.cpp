@@ -25,6 +25,7 @@ int main(int argc, char** argv) {
   kl::cli::add_trace(app);
   kl::cli::add_quant(app);
   kl::cli::add_comm(app);
+  kl::cli::add_fuse(app);
   // `sim run -std=c++20 -Xcompiler -fopenmp prog.cu` as nvcc takes it: before any `--`.
   std::vector<std::string> args(argv, argv + argc);
   for (std::size_t i = 0; i < args.size(); ++i) {

@@ -1,0 +1,92 @@
+// `kernelab fuse`: the expression language of elementwise and row-reduction chains, parsed
+// into one DAG (equal subexpressions are one node), its float64 evaluation (the reference)
+// and its bytes model. The code generator (codegen.h) turns the same DAG into CUDA.
+//
+//   program  := stmt (';' stmt)* [';']          stmt := NAME '=' expr
+//   expr     := sum [('<'|'<='|'>'|'>='|'==') sum]  (a comparison: only where()'s condition)
+//   sum      := prod (('+'|'-') prod)*          prod := unary (('*'|'/') unary)*
+//   unary    := '-' unary | NUMBER | NAME | NAME '(' expr (',' expr)* ')' | '(' expr ')'
+//
+// Names: `col` and `row` are the element's indices; a name assigned and never used later is
+// an output; any other unassigned name is an input, a (rows, cols) tensor or, when listed in
+// --vector, a row vector of length cols broadcast over the rows. Errors throw kl::BadInput
+// naming the column (1-based) in the expression.
+#pragma once
+#include <cstdint>
+#include <set>
+#include <string>
+#include <utility>
+#include <vector>
+
+namespace kl::jit {
+
+// What a value varies over: nothing (a number), the row only (a reduction's result, `row`),
+// the column only (a row vector, `col`), or both.
+enum class Kind : uint8_t { scalar, row, col, full };
+
+enum class OpCode : uint8_t {
+  input, number, col_index, row_index,
+  neg, add, sub, mul, div,
+  lt, le, gt, ge, eq,                      // comparisons: booleans, only where()'s first argument
+  exp, log, sqrt, rsqrt, tanh, erf, sigmoid, relu, gelu, silu,
+  max, min, where,
+  rowsum, rowmax, rowmean,
+  copy,                                    // an output that is an input or a number as written
+};
+
+struct Node {
+  Node(OpCode o, std::vector<int> a = {}, double v = 0, int in = -1) : op(o), args(std::move(a)), value(v), input(in) {}
+  OpCode op;
+  std::vector<int> args;  // node ids, all smaller than this node's
+  double value = 0;       // number
+  int input = -1;         // input: index into Program::inputs
+  Kind kind = Kind::scalar;
+  bool boolean = false;   // a comparison
+  int level = 0;          // reductions on the longest path to an input: a reduction of level L is pass L of the fused kernel
+  std::string name;       // the statement's name when this node is a statement's value (for readable code)
+  int pos = 0;            // column in the expression where it was written (for messages)
+};
+
+struct Tensor {
+  std::string name;
+  Kind kind;  // full or col (a --vector) for inputs; any but scalar for outputs
+  int node = -1;
+};
+
+struct Program {
+  std::string text;
+  std::vector<Node> nodes;      // topological: arguments first
+  std::vector<Tensor> inputs;   // in order of first use
+  std::vector<Tensor> outputs;  // in order of assignment
+  int levels = 0;               // the deepest reduction level (0: elementwise only)
+};
+
+bool is_reduction(OpCode op);
+bool is_leaf(OpCode op);            // input, number, col, row: no kernel of their own
+const char* op_name(OpCode op);     // as written ("rowsum", "+", "where", ...)
+const char* kind_name(Kind k);      // "scalar", "row", "col", "full"
+bool is_function_name(const std::string& name);
+
+// Parses and checks `text`. `vectors` names the inputs that are row vectors (an unknown name
+// there is BadInput).
+Program parse(const std::string& text, const std::set<std::string>& vectors);
+
+// Elements of a value of kind k in a (rows, cols) problem.
+int64_t elements(Kind k, int64_t rows, int64_t cols);
+
+// The reference: every output evaluated in float64 from the inputs' values (each input's
+// elements, row-major), one vector per output.
+std::vector<std::vector<double>> evaluate(const Program& p, const std::vector<std::vector<double>>& inputs, int64_t rows,
+                                          int64_t cols);
+
+// Whether input i is the direct argument of log, sqrt or rsqrt (its values must be positive).
+bool feeds_positive_only(const Program& p, int input);
+
+// The bytes model. Unfused: every step (each node that is not a leaf) reads each of its
+// buffer operands (inputs and earlier steps) and writes its result, all in the dtype: what an
+// eager framework moves with one kernel per op. Fused: each input read once, each output
+// written once.
+int64_t bytes_unfused(const Program& p, int64_t rows, int64_t cols, int64_t dtype_bytes);
+int64_t bytes_fused(const Program& p, int64_t rows, int64_t cols, int64_t dtype_bytes);
+
+}  // namespace kl::jit

@@ -1,0 +1,57 @@
+// `kernelab fuse`: one expression through both schedules in the simulator, checked against the
+// float64 evaluation, with the NVRTC compile (when an arch is given) and its fallback.
+#pragma once
+#include <cstdint>
+#include <optional>
+#include <set>
+#include <string>
+#include <vector>
+
+#include "jit/codegen.h"
+#include "jit/expr.h"
+#include "jit/nvrtc.h"
+
+namespace kl::jit {
+
+struct FuseRequest {
+  std::string expr;
+  int64_t rows = 127, cols = 1000;
+  FuseDType dtype = FuseDType::fp32;
+  std::set<std::string> vectors;   // inputs that are row vectors (length cols)
+  std::optional<std::string> arch; // NVRTC for this arch (sm_XX[a])
+  uint64_t seed = 1;
+};
+
+struct OutputCheck {
+  std::string name;
+  Kind kind;
+  double max_rel_err = 0;          // the schedule run: fused, or unfused after a fallback
+  double max_rel_err_unfused = 0;
+};
+
+struct FuseReport {
+  Program program;
+  std::string schedule;                // "fused" or "unfused"
+  std::optional<std::string> fallback; // why the fused kernel did not run (one line)
+  std::vector<OutputCheck> outputs;
+  double tolerance = 0;
+  bool passed = false;
+  int64_t bytes_unfused = 0, bytes_fused = 0;
+  int kernels_unfused = 0, passes_fused = 0;
+  std::optional<JitResult> jit;        // with an arch, when NVRTC produced PTX
+  std::string fused_source, unfused_source;
+};
+
+// The tolerance on max |y - ref| / max |ref| per output: fp32 1e-5, fp16 2e-3, bf16 2e-2.
+double fuse_tolerance(FuseDType t);
+
+// Never fails for an NVRTC failure (that is the fallback); BadInput for a malformed expression
+// or shape, RuntimeFailure when the simulator cannot run the program.
+FuseReport run_fuse(const FuseRequest& request);
+
+// The inputs as generated for a request (float64 values, already rounded to the dtype): uniform
+// in [-2, 2] with |x| >= 1/64 (never zero), or [0.5, 2] for an input that log, sqrt or rsqrt
+// takes directly.
+std::vector<std::vector<double>> fuse_inputs(const Program& p, const FuseRequest& request);
+
+}  // namespace kl::jit
