@@ -39,7 +39,7 @@ std::string var(const Program& p, int id) {
   const Node& n = p.nodes[size_t(id)];
   if (n.op == OpCode::input) return safe(p.inputs[size_t(n.input)].name);
   if (!n.name.empty()) return safe(n.name);
-  return "t" + std::to_string(id);
+  return fmt::format("t{}", id);
 }
 
 // The expression that defines node `id` from its arguments, each written by `ref`.
@@ -83,7 +83,7 @@ std::string definition(const Program& p, int id, const std::function<std::string
 std::string scalar_inline(const Program& p, int id) {
   const Node& n = p.nodes[size_t(id)];
   if (n.op == OpCode::number) return literal(n.value);
-  return "(" + definition(p, id, [&](int a) { return scalar_inline(p, a); }) + ")";
+  return fmt::format("({})", definition(p, id, [&](int a) { return scalar_inline(p, a); }));
 }
 
 std::string statement_comment(const Program& p, int id) {

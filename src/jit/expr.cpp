@@ -162,7 +162,7 @@ class Parser {
     char num[40];
     std::snprintf(num, sizeof num, "%.17g", n.value);
     key += num;
-    for (int a : n.args) key += "|" + std::to_string(a);
+    for (int a : n.args) key += '|' + std::to_string(a);
     if (n.op != OpCode::copy)
       if (auto it = seen_.find(key); it != seen_.end()) return it->second;
     p_.nodes.push_back(n);
