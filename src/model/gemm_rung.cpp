@@ -42,15 +42,15 @@ struct Resources {
 Resources resources_of(const Variant& v, const Config& c, const GpuSpec& g) {
   Resources r;
   const CudaStatic& s = cuda_static();
-  if (!s.available()) return {false, s.why_not};
+  if (!s.available()) return {false, s.why_not, {}};
   const ObjectFacts* obj = s.find(v.source);
-  if (!obj) return {false, "no static facts for " + v.source};
+  if (!obj) return {false, "no static facts for " + v.source, {}};
   r.arch = g.arch == "sm_90" ? "sm_90a" : "sm_80";
   int64_t smem = 0;
   for (const KernelGroup& group : c.kernels)
     for (const KernelRef& k : group.kernels) {
       const KernelFacts* f = obj->find(r.arch, k.name);
-      if (!f) return {false, fmt::format("no {} facts for kernel {}", r.arch, k.name)};
+      if (!f) return {false, fmt::format("no {} facts for kernel {}", r.arch, k.name), {}};
       r.registers = std::max(r.registers, f->registers);
       smem = std::max(smem, f->smem_bytes);
     }
