@@ -286,6 +286,13 @@ bool buffered(const Program& p, int id) {
   const Node& n = p.nodes[size_t(id)];
   return n.op == OpCode::input || (!is_leaf(n.op) && n.kind != Kind::scalar);
 }
+// A step's operands that live in buffers, each once (x * x reads x once).
+std::set<int> buffered_operands(const Program& p, const Node& n) {
+  std::set<int> out;
+  for (int a : n.args)
+    if (buffered(p, a)) out.insert(a);
+  return out;
+}
 std::string buffer_name(const Program& p, int id) {
   const Node& n = p.nodes[size_t(id)];
   return n.op == OpCode::input ? "in_" + p.inputs[size_t(n.input)].name : "buf_" + var(p, id);
@@ -302,9 +309,7 @@ std::string unfused_kernels(const Program& p) {
   std::string s;
   for (int id : steps(p)) {
     const Node& n = p.nodes[size_t(id)];
-    std::set<int> operands;
-    for (int a : n.args)
-      if (buffered(p, a)) operands.insert(a);
+    const std::set<int> operands = buffered_operands(p, n);
     std::string params;
     for (int a : operands) params += fmt::format("const T* __restrict__ {}, ", buffer_name(p, a));
     auto ref = [&](int a) -> std::string {
@@ -372,9 +377,7 @@ std::string host_run(const Program& p) {
   }
   for (int id : steps(p)) {
     const Node& n = p.nodes[size_t(id)];
-    std::set<int> operands;
-    for (int a : n.args)
-      if (buffered(p, a)) operands.insert(a);
+    const std::set<int> operands = buffered_operands(p, n);
     std::string a;
     for (int o : operands) a += buffer_name(p, o) + ", ";
     const std::string grid = is_reduction(n.op) ? "rows" : fmt::format("kl_grid({})", count(n.kind));

@@ -15,6 +15,8 @@
 #include <nvrtc.h>
 #endif
 
+#include "kernelab/cache_dir.h"
+
 namespace fs = std::filesystem;
 
 namespace kl::jit {
@@ -45,16 +47,7 @@ double seconds_since(std::chrono::steady_clock::time_point t0) {
 
 }  // namespace
 
-std::string jit_cache_dir() {
-  fs::path d;
-  if (const char* c = std::getenv("KERNELAB_JIT_CACHE"); c && *c) d = c;
-  else if (const char* x = std::getenv("XDG_CACHE_HOME"); x && *x) d = fs::path(x) / "kernelab" / "jit";
-  else if (const char* h = std::getenv("HOME"); h && *h) d = fs::path(h) / ".cache" / "kernelab" / "jit";
-  else d = fs::temp_directory_path() / "kernelab-jit";
-  std::error_code ec;
-  fs::create_directories(d, ec);
-  return d.string();
-}
+std::string jit_cache_dir() { return cache_dir("KERNELAB_JIT_CACHE", "jit"); }
 
 #if KERNELAB_HAVE_NVRTC
 bool have_nvrtc() { return true; }

@@ -18,6 +18,7 @@
 #include <set>
 #include <sstream>
 
+#include "kernelab/cache_dir.h"
 #include "kernelab/error.h"
 #include "sim/run/rewrite.h"
 
@@ -202,16 +203,7 @@ class Rewriter {
 
 }  // namespace
 
-std::string cache_dir() {
-  fs::path d;
-  if (const char* c = std::getenv("KERNELAB_SIM_CACHE"); c && *c) d = c;
-  else if (const char* x = std::getenv("XDG_CACHE_HOME"); x && *x) d = fs::path(x) / "kernelab" / "sim";
-  else if (const char* h = std::getenv("HOME"); h && *h) d = fs::path(h) / ".cache" / "kernelab" / "sim";
-  else d = fs::temp_directory_path() / "kernelab-sim";
-  std::error_code ec;
-  fs::create_directories(d, ec);
-  return d.string();
-}
+std::string cache_dir() { return kl::cache_dir("KERNELAB_SIM_CACHE", "sim"); }
 
 Build build_program(const RunRequest& r) {
   std::vector<std::string> shown = {r.file};  // messages name the files as the user wrote them
