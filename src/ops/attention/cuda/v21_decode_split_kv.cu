@@ -3,7 +3,10 @@
 // group (GQA: 8 query heads of Llama-3 70B's kv head read each K and V byte once, not 8 times).
 // It walks its keys 32 at a time: K and V rows found through the block table (a page per
 // page_size tokens, anywhere in the cache), staged in shared memory (16-byte global loads, rows
-// padded to an odd number of words), and the online softmax of v02 per query row.
+// padded to an odd number of words), and the online softmax of v02 per query row. Rows are dealt to
+// the warps in turn (row r * 4 + warp) and a warp skips the padding rows: a GQA group of 8 gives
+// each warp 2 rows, not warp 0 all 8 while the others multiply zeros (an H200 ran the split-KV rung
+// at 3% of its copy rate with 320 shared-memory wavefronts a key, 192 of them the padding's).
 //   cuda_paged     one block per (sequence, kv head, 32 rows): at batch 1 and 8 kv heads that is
 //                  8 blocks for a GPU of 132 SMs, each walking the whole context alone.
 //   cuda_split_kv  flash-decoding: the context split into `splits` ranges, one block each, every
@@ -100,10 +103,11 @@ __global__ void __launch_bounds__(kThreads) attend(const E* __restrict__ q, cons
     __syncthreads();
     KL_UNROLL
     for (int r = 0; r < kRowsPerWarp; ++r) {  // lane `lane` scores key j0 + lane for each of the warp's rows
-      const int row = warp * kRowsPerWarp + r, rho = row0 + row;
+      const int row = r * kWarps + warp, rho = row0 + row;
+      if (row >= rows) continue;  // a padding row (a group of 8 fills 8 of 32): the whole warp skips it
       const int64_t j = j0 + lane, last = len - m.new_tokens + rho / m.group;  // the row's new token sees keys up to `last`
       float s = -INFINITY;
-      if (row < rows && j < end && j <= last) {
+      if (j < end && j <= last) {
         s = 0;
         for (int x = 0; x < m.d; ++x) s += to_f32(sq_tile[row * qs + x]) * to_f32(sk_tile[lane * qs + x]);
         s *= m.scale;
@@ -132,7 +136,7 @@ __global__ void __launch_bounds__(kThreads) attend(const E* __restrict__ q, cons
   }
   KL_UNROLL
   for (int r = 0; r < kRowsPerWarp; ++r) {
-    const int row = warp * kRowsPerWarp + r;
+    const int row = r * kWarps + warp;
     if (row >= rows) continue;
     const int64_t at = token_of(row0 + row) * m.heads + head_of(row0 + row);  // (token, head)
     const float inv = row_sum[r] > 0 ? 1.0f / row_sum[r] : 0.0f, lse = row_sum[r] > 0 ? row_max[r] + logf(row_sum[r]) : -INFINITY;
