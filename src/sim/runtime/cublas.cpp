@@ -12,6 +12,7 @@
 #include <mutex>
 #include <set>
 #include <string>
+#include <vector>
 
 #include "sim/runtime/cublas_unsupported.h"
 #include "sim/runtime/internal.h"
@@ -137,7 +138,8 @@ struct MatmulDesc {
   cublasLtEpilogue_t epilogue = CUBLASLT_EPILOGUE_DEFAULT;
   const void* bias = nullptr;
   int bias_type = -1;  // the output's type unless set
-  const float *a_scale = nullptr, *b_scale = nullptr;  // fp8's per-tensor scales (SCALAR_32F), in device memory
+  const float *a_scale = nullptr, *b_scale = nullptr;  // fp8's scales, in device memory
+  std::int32_t a_mode = CUBLASLT_MATMUL_MATRIX_SCALE_SCALAR_32F, b_mode = CUBLASLT_MATMUL_MATRIX_SCALE_SCALAR_32F;
 };
 struct Layout {
   cudaDataType type;
@@ -147,6 +149,22 @@ struct Layout {
   std::int32_t batch = 1;
   std::int64_t stride = 0;
 };
+
+// An fp8 operand with block scales (VEC128_32F: one fp32 per 128 k of each outer row; BLK128x128_32F:
+// one per 128 x 128 block), as fp32 values times their scales. K is the stored rows (the "TN" form
+// Hopper's fp8 kernels take); the scales column-major [ceil(k / 128), outer or ceil(outer / 128)], the
+// block along K fastest. The layout is the one kernelab's peer assumes (not NVIDIA's documentation:
+// an H200's check of cublaslt_fp8 --scaling block is the test of it).
+std::vector<float> block_scaled(const void* data, const Layout& l, const float* scales, std::int32_t mode) {
+  const std::int64_t k = std::int64_t(l.rows), outer = std::int64_t(l.cols), kb = (k + 127) / 128;
+  std::vector<float> out(std::size_t(k * outer));
+  for (std::int64_t o = 0; o < outer; ++o)
+    for (std::int64_t r = 0; r < k; ++r) {
+      const std::int64_t block = mode == CUBLASLT_MATMUL_MATRIX_SCALE_VEC128_32F ? r / 128 + o * kb : r / 128 + o / 128 * kb;
+      out[std::size_t(r + o * k)] = float(load(data, r + o * l.ld, l.type) * double(scales[block]));
+    }
+  return out;
+}
 
 template <class T>
 bool set_from(void* field, const void* buf, std::size_t size) {
@@ -287,7 +305,10 @@ cublasStatus_t kl_sim_cublasLtMatmulDescSetAttribute(cublasLtMatmulDesc_t desc, 
     case CUBLASLT_MATMUL_DESC_B_SCALE_MODE: {
       std::int32_t mode = -1;
       ok = set_from<std::int32_t>(&mode, buf, size);
-      if (ok && mode != CUBLASLT_MATMUL_MATRIX_SCALE_SCALAR_32F) return cublas_unsupported("a scale mode other than SCALAR_32F");
+      if (ok && mode != CUBLASLT_MATMUL_MATRIX_SCALE_SCALAR_32F && mode != CUBLASLT_MATMUL_MATRIX_SCALE_VEC128_32F &&
+          mode != CUBLASLT_MATMUL_MATRIX_SCALE_BLK128x128_32F)
+        return cublas_unsupported("a scale mode other than SCALAR_32F, VEC128_32F and BLK128x128_32F");
+      (attr == CUBLASLT_MATMUL_DESC_A_SCALE_MODE ? d.a_mode : d.b_mode) = mode;
       break;
     }
     case CUBLASLT_MATMUL_DESC_POINTER_MODE:  // host or device scalars: the same memory here
@@ -377,15 +398,24 @@ cublasStatus_t kl_sim_cublasLtMatmul(cublasLtHandle_t h, cublasLtMatmulDesc_t de
       lc.rows != ld.rows || lc.cols != ld.cols)
     return CUBLAS_STATUS_INVALID_VALUE;
   if (epi != Epilogue::none && epi != Epilogue::gelu && epi != Epilogue::relu && !d.bias) return CUBLAS_STATUS_INVALID_VALUE;
-  const double al = scalar(alpha, d.scale) * (d.a_scale ? double(*d.a_scale) : 1.0) * (d.b_scale ? double(*d.b_scale) : 1.0);
+  const bool a_blocks = d.a_mode != CUBLASLT_MATMUL_MATRIX_SCALE_SCALAR_32F, b_blocks = d.b_mode != CUBLASLT_MATMUL_MATRIX_SCALE_SCALAR_32F;
+  if ((a_blocks || b_blocks) && (!ta || tb || la.type != CUDA_R_8F_E4M3 || lb.type != CUDA_R_8F_E4M3 || !d.a_scale || !d.b_scale ||
+                                 la.order != CUBLASLT_ORDER_COL || lb.order != CUBLASLT_ORDER_COL || ld.batch > 1))
+    return cublas_unsupported("block scale modes outside the TN, column-major, unbatched e4m3 form with both scale pointers");
+  const double al = scalar(alpha, d.scale) * (d.a_scale && !a_blocks ? double(*d.a_scale) : 1.0) *
+                    (d.b_scale && !b_blocks ? double(*d.b_scale) : 1.0);
   const double be = scalar(beta, d.scale);
   const cudaDataType bias_type = d.bias_type < 0 ? ld.type : cudaDataType(d.bias_type);
   auto at = [](const void* p, const Layout& l, int b) {
     return static_cast<const char*>(p) + b * l.stride * std::int64_t(size_of(l.type));
   };
+  const std::vector<float> a_scaled = a_blocks ? block_scaled(A, la, d.a_scale, d.a_mode) : std::vector<float>{},
+                           b_scaled = b_blocks ? block_scaled(B, lb, d.b_scale, d.b_mode) : std::vector<float>{};
   for (int b = 0; b < ld.batch; ++b) {
-    const Operand oa{at(A, la, la.batch > 1 ? b : 0), la.type, la.ld, la.order == CUBLASLT_ORDER_ROW, ta};
-    const Operand ob{at(B, lb, lb.batch > 1 ? b : 0), lb.type, lb.ld, lb.order == CUBLASLT_ORDER_ROW, tb};
+    const Operand oa = a_blocks ? Operand{a_scaled.data(), CUDA_R_32F, std::int64_t(la.rows), false, ta}
+                                : Operand{at(A, la, la.batch > 1 ? b : 0), la.type, la.ld, la.order == CUBLASLT_ORDER_ROW, ta};
+    const Operand ob = b_blocks ? Operand{b_scaled.data(), CUDA_R_32F, std::int64_t(lb.rows), false, tb}
+                                : Operand{at(B, lb, lb.batch > 1 ? b : 0), lb.type, lb.ld, lb.order == CUBLASLT_ORDER_ROW, tb};
     const Operand oc{at(C, lc, b), lc.type, lc.ld, lc.order == CUBLASLT_ORDER_ROW};
     gemm(m, n, k, al, oa, ob, be, oc, const_cast<char*>(at(D, ld, b)), ld.type, ld.ld, ld.order == CUBLASLT_ORDER_ROW, epi, d.bias,
          bias_type);

@@ -1,7 +1,10 @@
-// gemm_fp8 peer: cuBLASLt's fp8 GEMM, e4m3 x e4m3 with fp32 accumulation into bf16/fp16, the per-tensor
-// scales passed as CUBLASLT_MATMUL_DESC_A_SCALE_POINTER / B_SCALE_POINTER (device fp32 scalars, the
-// SCALAR_32F mode). Row-major D = A W^T is column-major D^T = W A^T: W cuBLAS's A read transposed, A its
-// B as it is: the "TN" form cuBLASLt's fp8 kernels require. Block scaling is refused (see supports).
+// gemm_fp8 peer: cuBLASLt's fp8 GEMM, e4m3 x e4m3 with fp32 accumulation into bf16/fp16, the scales
+// passed as CUBLASLT_MATMUL_DESC_A_SCALE_POINTER / B_SCALE_POINTER. Row-major D = A W^T is column-major
+// D^T = W A^T: W cuBLAS's A read transposed, A its B as it is: the "TN" form cuBLASLt's fp8 kernels
+// require. Per-tensor scales are the SCALAR_32F mode; block scales (sm_90, cuBLAS 12.9+) are W's
+// BLK128x128_32F and A's VEC128_32F, passed as our [n/128][k/128] and [m][k/128] arrays, taken to be the
+// column-major [k/128, .] tensors cuBLASLt reads (the block along K fastest): the simulator's
+// cuBLASLt assumes the same, and a GPU's check of this peer is what tests it.
 #include <cstring>
 
 #include "ops/gemm/cuda/cublas_api.cuh"
@@ -16,11 +19,12 @@ constexpr size_t kWorkspace = size_t{32} << 20;
 struct Plan {
   int64_t m = -1, n = -1, k = -1;
   DType dtype = DType::bf16;
+  bool block = false;
   cublasLtMatmulDesc_t desc = nullptr;
   cublasLtMatrixLayout_t w = nullptr, a = nullptr, d = nullptr;  // cuBLAS's A (our W), B (our A), C and D
   cublasLtMatmulAlgo_t algo = {};
 
-  bool fits(const Fp8Params& p) const { return m == p.m && n == p.n && k == p.k && dtype == p.dtype; }
+  bool fits(const Fp8Params& p) const { return m == p.m && n == p.n && k == p.k && dtype == p.dtype && block == p.block(); }
   void release() {
     const cublas::Api& x = cublas::api();
     if (desc) x.lt_desc_destroy(desc), x.lt_layout_destroy(w), x.lt_layout_destroy(a), x.lt_layout_destroy(d);
@@ -33,11 +37,16 @@ const Plan& plan_for(const Fp8Params& p) {
   if (plan.fits(p)) return plan;
   plan.release();
   const cublas::Api& x = cublas::api();
-  Plan q{p.m, p.n, p.k, p.dtype};
+  Plan q{p.m, p.n, p.k, p.dtype, p.block()};
   cublas::check(x.lt_desc_create(&q.desc, CUBLAS_COMPUTE_32F, CUDA_R_32F), "cublasLtMatmulDescCreate");
   const cublasOperation_t t = CUBLAS_OP_T, n = CUBLAS_OP_N;
   cublas::check(x.lt_desc_set(q.desc, CUBLASLT_MATMUL_DESC_TRANSA, &t, sizeof t), "cublasLtMatmulDescSetAttribute");
   cublas::check(x.lt_desc_set(q.desc, CUBLASLT_MATMUL_DESC_TRANSB, &n, sizeof n), "cublasLtMatmulDescSetAttribute");
+  if (q.block) {  // before the heuristic, which picks kernels for the scale modes
+    const int32_t w_mode = CUBLASLT_MATMUL_MATRIX_SCALE_BLK128x128_32F, a_mode = CUBLASLT_MATMUL_MATRIX_SCALE_VEC128_32F;
+    cublas::check(x.lt_desc_set(q.desc, CUBLASLT_MATMUL_DESC_A_SCALE_MODE, &w_mode, sizeof w_mode), "cublasLtMatmulDescSetAttribute");
+    cublas::check(x.lt_desc_set(q.desc, CUBLASLT_MATMUL_DESC_B_SCALE_MODE, &a_mode, sizeof a_mode), "cublasLtMatmulDescSetAttribute");
+  }
   const uint64_t m = uint64_t(p.m), nn = uint64_t(p.n), k = uint64_t(p.k);
   cublas::check(x.lt_layout_create(&q.w, CUDA_R_8F_E4M3, k, nn, int64_t(k)), "cublasLtMatrixLayoutCreate");
   cublas::check(x.lt_layout_create(&q.a, CUDA_R_8F_E4M3, k, m, int64_t(k)), "cublasLtMatrixLayoutCreate");
@@ -77,12 +86,13 @@ void launch(const Fp8Params& p, const Args& x) {
 }
 
 Reason supports(const Fp8Params& p) {
-  if (p.block())
-    return "block scaling: CUDA 13's cublasLt.h has the VEC128_32F (1x128) and BLK128x128_32F scale modes, but the layout "
-           "it wants for their scale tensors was not verified on a GPU here, so the peer takes per-tensor scales only";
+  const int cc = gemm_hopper::device_cc();
+  if (p.block() && cc != 0 && cc != 90)
+    return "block scaling: cuBLASLt's VEC128_32F and BLK128x128_32F scale modes run on sm_90 only, and this GPU is sm_" +
+           std::to_string(cc);
   if (p.n % 16 != 0) return "n a multiple of 16: cuBLASLt's fp8 kernels need 16-byte aligned leading dimensions and m (our n) % 16";
   if (p.m > INT32_MAX || p.n > INT32_MAX) return "m and n must fit in 32 bits";
-  if (const int cc = gemm_hopper::device_cc(); cc != 0 && cc < 89)
+  if (cc != 0 && cc < 89)
     return "cuBLASLt's fp8 GEMM needs sm_89 or newer, and this GPU is sm_" + std::to_string(cc);
   return {};
 }
@@ -91,8 +101,9 @@ Reason supports(const Fp8Params& p) {
 KL_RUNGS {
   Rung<Fp8Params> r{.op = "gemm_fp8",
                     .name = "cublaslt_fp8",
-                    .note = "cuBLASLt's fp8 e4m3 GEMM with its per-tensor A/B scale pointers (SCALAR_32F), fp32 "
-                            "accumulation, bf16/fp16 D, its heuristic's first algorithm: the peer of the tensor-scaled rung",
+                    .note = "cuBLASLt's fp8 e4m3 GEMM with its A/B scale pointers: per tensor (SCALAR_32F), or W per "
+                            "128x128 and A per 1x128 (BLK128x128_32F, VEC128_32F; sm_90), fp32 accumulation, bf16/fp16 D, its "
+                            "heuristic's first algorithm: the peer of both scaled rungs",
                     .peer = true,
                     .supports = supports,
                     .workspace_bytes = [](const Fp8Params&) { return kWorkspace; },
