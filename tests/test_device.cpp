@@ -6,6 +6,7 @@
 #include <gtest/gtest.h>
 #include <stdlib.h>
 
+#include <algorithm>
 #include <chrono>
 #include <cstring>
 #include <cstdint>
@@ -260,3 +261,19 @@ TEST(CudaCeilings, ProbedRateWinsForItsGpuAndDtype) {
 }
 
 }  // namespace
+
+// The host's vector ISA as the CPU rungs meet it (issue 18): a binary runs only on a CPU at least as
+// wide as its build, and the CPU device names both, so every CPU point says which build ran it.
+TEST(HostIsa, BuildNoWiderThanTheCpuAndNamedByTheCpuDevice) {
+  const kl::HostIsa isa = kl::host_isa();
+  const std::vector<std::string> widths = {"sse2", "avx2", "avx512"};
+  const auto rank = [&](const std::string& w) { return std::find(widths.begin(), widths.end(), w) - widths.begin(); };
+  ASSERT_LT(rank(isa.build), 3) << isa.build;
+  ASSERT_LT(rank(isa.cpu), 3) << isa.cpu;
+  EXPECT_LE(rank(isa.build), rank(isa.cpu));
+  EXPECT_THAT((std::vector<std::string>{"always", "madvise", "never", "unknown"}), ::testing::Contains(isa.huge_pages));
+  kl::DeviceSet set = kl::open_devices({kl::Backend::cpu});
+  kl::Device* cpu = kl::find_device(set, kl::Backend::cpu);
+  ASSERT_NE(cpu, nullptr);
+  EXPECT_THAT(cpu->name(), ::testing::HasSubstr(isa.build + " build on an " + isa.cpu + " CPU, THP " + isa.huge_pages));
+}

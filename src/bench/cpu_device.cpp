@@ -18,7 +18,11 @@ namespace {
 class CpuDevice final : public Device {
  public:
   Backend backend() const override { return Backend::cpu; }
-  std::string name() const override { return fmt::format("{} ({} threads)", host_cpu_name(), omp_get_max_threads()); }
+  std::string name() const override {  // with the ISA its rungs were built for: a generic build is another machine
+    const HostIsa isa = host_isa();
+    return fmt::format("{} ({} threads, {} build on an {} CPU, THP {})", host_cpu_name(), omp_get_max_threads(), isa.build, isa.cpu,
+                       isa.huge_pages);
+  }
   Tensor upload(const Tensor& host) override { return host.clone(); }
   Tensor allocate(const TensorSpec& s) override {
     return s.strides.empty() ? Tensor::host(s.dtype, s.shape) : Tensor::host_strided(s.dtype, s.shape, s.strides);

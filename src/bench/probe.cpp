@@ -90,6 +90,9 @@ std::string utc_now() {
 
 nlohmann::json host_ceilings_json(const HostCeilings& h) {
   return {{"cpu", h.cpu},
+          {"isa_build", h.isa.build},
+          {"isa_cpu", h.isa.cpu},
+          {"huge_pages", h.isa.huge_pages},
           {"threads", h.threads},
           {"triad_bytes_per_s", h.triad_bytes_per_s},
           {"triad_array_bytes", h.triad_array_bytes},
@@ -144,6 +147,29 @@ std::optional<GpuCeilings> load_gpu_ceilings(const std::string& gpu) {
 GpuCeilings probe_gpu() { runtime_failure("probe: this build has no CUDA backend (no CUDA compiler was found at configure time)"); }
 #endif
 
+HostIsa host_isa() {
+  HostIsa i;
+#if defined(__AVX512F__)
+  i.build = "avx512";
+#elif defined(__AVX2__)
+  i.build = "avx2";
+#else
+  i.build = "sse2";
+#endif
+#if defined(__x86_64__)
+  __builtin_cpu_init();
+  i.cpu = __builtin_cpu_supports("avx512f") ? "avx512" : __builtin_cpu_supports("avx2") ? "avx2" : "sse2";
+#else
+  i.build = i.cpu = "not x86";
+#endif
+  std::ifstream f("/sys/kernel/mm/transparent_hugepage/enabled");  // "always [madvise] never": the chosen one bracketed
+  std::string word;
+  i.huge_pages = "unknown";
+  while (f >> word)
+    if (word.size() > 2 && word.front() == '[' && word.back() == ']') i.huge_pages = word.substr(1, word.size() - 2);
+  return i;
+}
+
 std::string host_cpu_name() {
   std::ifstream f("/proc/cpuinfo");
   std::string line;
@@ -163,6 +189,7 @@ std::string host_ceilings_path() {
 HostCeilings probe_host() {
   HostCeilings h;
   h.cpu = host_cpu_name();
+  h.isa = host_isa();
   h.threads = omp_get_max_threads();
   const size_t n = size_t{64} << 20;  // 512 MiB per array: past any last-level cache here
   h.triad_array_bytes = static_cast<double>(n * sizeof(double));
@@ -184,6 +211,7 @@ HostCeilings load_or_probe_host(bool quiet) {
       nlohmann::json j = nlohmann::json::parse(f);
       HostCeilings h;
       h.cpu = j.at("cpu");
+      h.isa = {j.value("isa_build", ""), j.value("isa_cpu", ""), j.value("huge_pages", "")};
       h.threads = j.at("threads");
       h.triad_bytes_per_s = j.at("triad_bytes_per_s");
       h.triad_array_bytes = j.at("triad_array_bytes");
@@ -191,7 +219,9 @@ HostCeilings load_or_probe_host(bool quiet) {
       h.fma_flops_all = j.at("fma_flops_all");
       h.measured_at = j.at("measured_at");
       h.path = path;
-      if (h.cpu == host_cpu_name() && h.threads == omp_get_max_threads() && h.triad_bytes_per_s > 0) return h;
+      // Another build's FMA peak (AVX-512 against SSE2: 4x) is not this one's: measured again then.
+      if (h.cpu == host_cpu_name() && h.isa.build == host_isa().build && h.threads == omp_get_max_threads() && h.triad_bytes_per_s > 0)
+        return h;
     } catch (const std::exception&) {
       // A stale or damaged file: measure again below.
     }
