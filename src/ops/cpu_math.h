@@ -60,23 +60,34 @@ inline float dot(const float* x, const float* y, int64_t n) {
 }
 
 // exp(x) for float, branch-free so loops over it vectorise: x = n ln2 + r, |r| <= ln2/2,
-// exp(r) by a degree-6 polynomial (relative error ~2e-7), 2^n built in the exponent bits.
+// exp(r) by a degree-6 polynomial, 2^n built in the exponent bits: relative error 6.3e-7 on [-10, 10] and
+// 3.8e-6 on [-80, 80] (measured against std::exp every 0.001, with FMA and without).
 // max/min as compares: they vectorise (std::fmax is a libm call with NaN rules).
 inline float vmax(float a, float b) { return a > b ? a : b; }
 inline float vmin(float a, float b) { return a < b ? a : b; }
+
+// a * b + c: one instruction where the build has FMA; without it (a generic x86-64 build) std::fma
+// is libm's correctly rounded emulation, and softmax on an H200 host's 16 cores ran at 4% of triad.
+inline float madd(float a, float b, float c) {
+#if defined(__FMA__)
+  return std::fma(a, b, c);
+#else
+  return a * b + c;
+#endif
+}
 
 inline float fast_exp(float x) {
   x = vmin(vmax(x, -87.0f), 88.0f);
   const float round_magic = 12582912.0f;  // 1.5 * 2^23: adding it rounds to an integer
   const float n = (x * 1.44269504088896341f + round_magic) - round_magic;
-  const float r = std::fma(n, -0.693145751953125f, std::fma(n, -1.428606765330187e-06f, x));
+  const float r = madd(n, -0.693145751953125f, madd(n, -1.428606765330187e-06f, x));  // n * hi is exact either way
   float p = 1.0f / 720;
-  p = std::fma(p, r, 1.0f / 120);
-  p = std::fma(p, r, 1.0f / 24);
-  p = std::fma(p, r, 1.0f / 6);
-  p = std::fma(p, r, 0.5f);
-  p = std::fma(p, r, 1.0f);
-  p = std::fma(p, r, 1.0f);
+  p = madd(p, r, 1.0f / 120);
+  p = madd(p, r, 1.0f / 24);
+  p = madd(p, r, 1.0f / 6);
+  p = madd(p, r, 0.5f);
+  p = madd(p, r, 1.0f);
+  p = madd(p, r, 1.0f);
   const int32_t bits = (static_cast<int32_t>(n) + 127) << 23;
   float scale;
   std::memcpy(&scale, &bits, 4);
