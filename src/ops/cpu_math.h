@@ -94,6 +94,24 @@ inline float fast_exp(float x) {
   return p * scale;
 }
 
+// erfc(x), branch-free so loops over it vectorise: Numerical Recipes' erfcc (Press et al., 2nd ed.,
+// section 6.2: a Chebyshev fit, fractional error under 1.2e-7), its exp by fast_exp, and
+// erfc(x) = 2 - erfc(-x) below zero. std::erfc is a scalar libm call: bias_gelu's fused CPU rung ran at
+// 2% of triad on it.
+inline float fast_erfc(float x) {
+  const float z = x < 0 ? -x : x, t = 1.0f / madd(0.5f, z, 1.0f);
+  float q = madd(0.17087277f, t, -0.82215223f);
+  q = madd(q, t, 1.48851587f);
+  q = madd(q, t, -1.13520398f);
+  q = madd(q, t, 0.27886807f);
+  q = madd(q, t, -0.18628806f);
+  q = madd(q, t, 0.09678418f);
+  q = madd(q, t, 0.37409196f);
+  q = madd(q, t, 1.00002368f);
+  const float tail = t * fast_exp(madd(t, q, -1.26551223f) - z * z);
+  return x < 0 ? 2.0f - tail : tail;
+}
+
 // dst[0, n) = src with non-temporal stores where dst is 64-byte aligned: the lines go to memory
 // without first being read in, which a normal store's write-allocate costs (a third more
 // traffic for a copy). Call stream_fence() before other threads read dst.

@@ -1,7 +1,7 @@
 // CPU rungs of bias_gelu.
 //   cpu_unfused: two passes through memory, as two separate kernels would run: t = x + bias
 //                written to a buffer, then read back for y = gelu(t).
-//   cpu_fused:   one pass: the sum never leaves a register, rows spread over cores.
+//   cpu_fused:   one pass: the sum never leaves a register, rows spread over cores, erfc vectorised.
 #include <cmath>
 
 #include "ops/bias_gelu/bias_gelu.h"
@@ -14,8 +14,10 @@ namespace {
 using cpu::from_float;
 using cpu::to_float;
 
-// erfc(-x) rather than 1 + erf(x): no cancellation for t << 0.
+// erfc(-x) rather than 1 + erf(x): no cancellation for t << 0. The fused rung's erfc vectorises
+// (cpu::fast_erfc: gelu within 2e-8 of the largest |gelu| on [-20, 20]); the unfused one keeps libm's.
 inline float gelu(float t) { return 0.5f * t * std::erfc(-t * 0.70710678118654752f); }
+inline float fast_gelu(float t) { return 0.5f * t * cpu::fast_erfc(-t * 0.70710678118654752f); }
 
 template <class T> void unfused(const BiasGeluParams& p, const Args& a) {
   const int64_t rows = p.rows, cols = p.cols;
@@ -35,7 +37,8 @@ template <class T> void fused(const BiasGeluParams& p, const Args& a) {
   T* y = a.out[0].as<T>();
 #pragma omp parallel for schedule(static)
   for (int64_t i = 0; i < rows; ++i)
-    for (int64_t j = 0; j < cols; ++j) y[i * cols + j] = from_float<T>(gelu(to_float(x[i * cols + j]) + to_float(b[j])));
+#pragma omp simd
+    for (int64_t j = 0; j < cols; ++j) y[i * cols + j] = from_float<T>(fast_gelu(to_float(x[i * cols + j]) + to_float(b[j])));
 }
 
 void run_unfused(const BiasGeluParams& p, const Args& a) { cpu::with_float_type(p.x, [&](auto t) { unfused<decltype(t)>(p, a); }); }
@@ -50,7 +53,8 @@ std::vector<Variant> bias_gelu_cpu_variants() {
     return static_cast<size_t>(dtype_storage_bytes(p.x, p.n()));
   };
   return {u, cpu_variant("bias_gelu", "cpu_fused",
-                         "one pass: the biased value stays in a register (a third of the traffic saved), rows over all cores", run_fused)};
+                         "one pass: the biased value stays in a register (a third of the traffic saved), rows over all cores, erfc "
+                         "as a vectorised Chebyshev fit", run_fused)};
 }
 
 }  // namespace kl
