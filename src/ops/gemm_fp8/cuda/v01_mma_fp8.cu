@@ -5,6 +5,7 @@
 // promotion at twice its rate (a 4-register partial per accumulator instead of a second set of 64, which
 // spilled on sm_90a). With a tensor scale there is one sum, scaled in the epilogue.
 // On sm_90a ptxas lowers mma.sync e4m3 to f16 HMMA (Hopper's fp8 rate needs wgmma); sm_89 has it natively.
+#include "ops/gemm_fp8/cuda/dispatch.cuh"
 #include "ops/gemm_fp8/gemm_fp8.h"
 #include "ops/gemm_w8a8/cuda/k32_tile.cuh"
 #include "ops/gemm/cuda/hopper_tile.cuh"  // device_cc
@@ -69,13 +70,8 @@ template <class T, bool kBlock> void launch_as(const Fp8Params& p, const Args& x
   KL_LAUNCH((gemm_fp8_mma<T, kBlock>), grid, kThreads, kSmem, x.stream, o, static_cast<const float*>(x.in[p.kSa].data()),
             static_cast<const float*>(x.in[p.kSw].data()), static_cast<T*>(x.out[0].data()));
 }
-template <class T> void launch_dtype(const Fp8Params& p, const Args& x) {
-  if (p.block()) launch_as<T, true>(p, x);
-  else launch_as<T, false>(p, x);
-}
 void launch(const Fp8Params& p, const Args& x) {
-  if (p.dtype == DType::bf16) launch_dtype<__nv_bfloat16>(p, x);
-  else launch_dtype<__half>(p, x);
+  fp8::with_type_and_scaling(p, [&](auto t, auto block) { launch_as<decltype(t), decltype(block)::value>(p, x); });
 }
 
 Reason supports(const Fp8Params& p) {

@@ -8,6 +8,7 @@
 // promotion the tensor-scaled sums missed fp16's tolerance at k = 10944 on an H200 (4.1e-3 against
 // 2.5e-3): the fp8 wgmma does not keep fp32's bits over a long k (the simulator's twin does).
 #include "cuda/ptx_sm90_fp8.h"
+#include "ops/gemm_fp8/cuda/dispatch.cuh"
 #include "ops/gemm_fp8/gemm_fp8.h"
 #include "ops/gemm/cuda/hopper_tile.cuh"  // aligned_smem, kAlignSlack, device_cc
 #include "ops/gemm_w8a8/cuda/k32_tile.cuh"  // store_pair
@@ -154,13 +155,8 @@ template <class T, bool kBlock> void launch_as(const Fp8Params& p, const Args& x
   const dim3 grid((p.n + kBN - 1) / kBN, (p.m + kBM - 1) / kBM);
   KL_LAUNCH((gemm_fp8_tma_wgmma<T, kBlock>), grid, kThreads, kSmem, x.stream, map_a, map_w, o, static_cast<T*>(x.out[0].data()));
 }
-template <class T> void launch_dtype(const Fp8Params& p, const Args& x) {
-  if (p.block()) launch_as<T, true>(p, x);
-  else launch_as<T, false>(p, x);
-}
 void launch(const Fp8Params& p, const Args& x) {
-  if (p.dtype == DType::bf16) launch_dtype<__nv_bfloat16>(p, x);
-  else launch_dtype<__half>(p, x);
+  fp8::with_type_and_scaling(p, [&](auto t, auto block) { launch_as<decltype(t), decltype(block)::value>(p, x); });
 }
 
 Reason supports(const Fp8Params& p) {
