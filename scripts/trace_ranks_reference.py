@@ -13,8 +13,6 @@ HTA overlap figures. Compares all of it with kernelab's JSON; exit 1 on a mismat
 Exit 77 with --skip-missing when a given path does not exist (ctest: skipped).
 """
 import argparse
-import decimal
-import gzip
 import json
 import os
 import subprocess
@@ -38,11 +36,7 @@ def files_of(paths):
 
 
 def read(path):
-    with open(path, "rb") as f:
-        raw = f.read()
-    if raw[:2] == b"\x1f\x8b":
-        raw = gzip.decompress(raw)
-    doc = json.loads(raw, parse_float=decimal.Decimal)
+    doc = ref.read_doc(path)
     events = doc if isinstance(doc, list) else doc["traceEvents"]
     rank = doc.get("distributedInfo", {}).get("rank", -1) if isinstance(doc, dict) else -1
     xs = [e for e in events if e.get("ph") == "X" and "ts" in e and "dur" in e]

@@ -70,12 +70,17 @@ def as_int(v, fallback):
     return fallback
 
 
-def load(path):
+def read_doc(path):
+    """The trace file's JSON (gzip or plain), numbers with a fraction kept exact as Decimals."""
     with open(path, "rb") as f:
         raw = f.read()
     if raw[:2] == b"\x1f\x8b":
         raw = gzip.decompress(raw)
-    doc = json.loads(raw, parse_float=decimal.Decimal)
+    return json.loads(raw, parse_float=decimal.Decimal)
+
+
+def load(path):
+    doc = read_doc(path)
     events = doc if isinstance(doc, list) else doc["traceEvents"]
     gpu, host, stream_events = [], [], []
     # Kineto's launch flows ("ac2g"; "async" in 1.8-1.9): (pid, tid, ts) of each end -> the correlation id.
