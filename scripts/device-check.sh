@@ -7,7 +7,8 @@
 #      compute-sanitizer on the planted bugs the simulator's checkers catch
 #   3. probe --gpu (copy bandwidth, cuBLASLt rates): probe.json
 #   4. check --backend cuda, one process per op (a kernel that hangs costs its op alone): check/
-#   5. the gemm, attention and quantized ladders at their headline shapes (gemm/, attention/, quant/)
+#   5. the quantized, gemm and attention ladders at their headline shapes (quant/, gemm/, attention/),
+#      ncu's sections for the quantized rungs under their targets (tune/),
 #      and the memory-bound ladders on 256 MB working sets (big/): bench points, each timed only
 #      after its output passed the reference check (the points bench/results/h200/ keeps)
 #   6. the simulator's memory counts beside Nsight Compute's (ncu/), racecheck over rungs (sanitizer/)
@@ -154,7 +155,7 @@ gemm_headline() {  # every rung in one bench call per shape; the shapes a reader
 attention_headline() {
   mkdir -p "$W/attention"
   local fast="cuda_flash2_mma cuda_hopper_wgmma cudnn_sdpa"
-  a() { echo "-- $2 $1"; local n=$1 op=$2; shift 2; timeout --foreground 40 "$kl" bench "$op" --backend cuda "$@" --max-seconds 0.2 --json > "$W/attention/$n.json" || echo "$op $n failed"; }
+  a() { echo "-- $2 $1"; local n=$1 op=$2; shift 2; timeout --foreground 60 "$kl" bench "$op" --backend cuda "$@" --max-seconds 0.2 --json > "$W/attention/$n.json" || echo "$op $n failed"; }
   # Shapes whose float64 reference (computed on the host for every bench call) takes seconds: the
   # first call's batch 16 x 16 heads x 1024 took past 40 s there.
   for c in 0 1; do
@@ -168,16 +169,22 @@ attention_headline() {
   for s in 128 512; do a "short-s$s" attention --batch 4 --heads 16 --kv-heads 16 --seq-q $s --seq-kv $s --head-dim 128 --dtype bf16; done
 }
 
-quant_headline() {
+quant_headline() {  # issue 15's shapes: W4A16 at m 1-512 on 4096 x 4096, 14336 x 4096 and 4096 x 14336 against cuBLASLt fp16
   mkdir -p "$W/quant"
-  q() { echo "-- $2 $1"; local n=$1 op=$2; shift 2; timeout --foreground 40 "$kl" bench "$op" --backend cuda "$@" --max-seconds 0.2 --json > "$W/quant/$n.json" || echo "$op $n failed"; }
-  "$kl" sweep gemm_w4a16 --backend cuda --dtype fp16 --axis m=1,16,64,256 --against gemm --n 4096 --k 4096 --max-seconds 0.1 --json \
-    > "$W/quant/n4096-k4096.sweep" || echo "w4a16 sweep failed"
+  q() { echo "-- $2 $1"; local n=$1 op=$2; shift 2; timeout --foreground 60 "$kl" bench "$op" --backend cuda "$@" --max-seconds 0.2 --json > "$W/quant/$n.json" || echo "$op $n failed"; }
+  w() {
+    echo "-- gemm_w4a16 sweep n$1-k$2"
+    timeout --foreground 60 "$kl" sweep gemm_w4a16 --backend cuda --dtype fp16 --axis m=1,16,64,128,512 --against gemm --n "$1" --k "$2" \
+      --max-seconds 0.1 --json > "$W/quant/n$1-k$2.sweep" || echo "w4a16 sweep n$1-k$2 failed"
+  }
+  w 4096 4096
   q w8a8-4096 gemm_w8a8 --m 4096 --n 4096 --k 4096 --dtype bf16
   q fp8-tensor-4096 gemm_fp8 --m 4096 --n 4096 --k 4096 --dtype bf16 --scaling tensor
   q fp8-block-4096 gemm_fp8 --m 4096 --n 4096 --k 4096 --dtype bf16 --scaling block
-  "$kl" sweep gemm_w4a16 --backend cuda --dtype fp16 --axis m=1,16,64 --against gemm --n 14336 --k 4096 --max-seconds 0.1 --json \
-    > "$W/quant/n14336-k4096.sweep" || echo "w4a16 sweep failed"
+  w 14336 4096
+  w 4096 14336
+  q w8a8-8192 gemm_w8a8 --m 8192 --n 8192 --k 8192 --dtype bf16
+  q fp8-block-8192 gemm_fp8 --m 8192 --n 8192 --k 8192 --dtype bf16 --scaling block
 }
 
 ncu_compare() {  # the simulator's ncu-named counts (sim profile) beside ncu's on the same problem
@@ -199,6 +206,27 @@ ncu_compare() {  # the simulator's ncu-named counts (sim profile) beside ncu's o
       < /dev/null > "$W/ncu/$op.ncu.csv" 2> "$W/ncu/$op.ncu.err" || { echo "ncu $op failed"; tail -3 "$W/ncu/$op.ncu.err"; }
     python3 scripts/ncu_compare.py "$W/ncu/$op.sim.json" "$W/ncu/$op.ncu.csv" | tee "$W/ncu/$op.txt"
   done < scripts/ncu-problems.txt
+}
+
+tune_profiles() {  # ncu's sections for the rungs under issue 15's targets, beside the library kernel they chase
+  mkdir -p "$W/tune"
+  local ncu; ncu=$(command -v ncu || ls /usr/local/cuda*/bin/ncu /opt/nvidia/nsight-compute/*/ncu 2>/dev/null | head -1)
+  [ -n "$ncu" ] || { echo "ncu not found"; return 1; }
+  n() {
+    local name=$1 regex=$2; shift 2
+    echo "-- $name"
+    timeout --foreground 60 "$ncu" --clock-control none --section SpeedOfLight --section MemoryWorkloadAnalysis \
+      --section Occupancy --section WarpStateStats --section SchedulerStats --section LaunchStats --section ComputeWorkloadAnalysis \
+      -k "regex:$regex" -c 4 "$kl" check "$@" --backend cuda < /dev/null > "$W/tune/$name.txt" 2>&1 || echo "ncu $name failed"
+    grep -E "^  [a-zA-Z_].*\(|Duration|DRAM Throughput|Memory Throughput|Achieved Occupancy|Registers Per|Compute \(SM\) Throughput" \
+      "$W/tune/$name.txt" | head -40
+  }
+  n w4a16-m1-n4096 "w4a16" gemm_w4a16 --m 1 --n 4096 --k 4096 --dtype fp16 --variant cuda_fragment_lop3
+  n w4a16-m16-n14336 "w4a16" gemm_w4a16 --m 16 --n 14336 --k 4096 --dtype fp16 --variant cuda_fragment_lop3
+  n gemm-m1-n4096 "." gemm --m 1 --n 4096 --k 4096 --dtype fp16 --b-layout col --variant cublaslt
+  n int8-4096 "w8a8_mma|nvjet|sm90|xmma|cutlass|gemm" gemm_w8a8 --m 4096 --n 4096 --k 4096 --dtype bf16 --variant cuda_mma_s8,cublaslt_int8
+  n fp8-4096 "tma_wgmma|nvjet|sm90|xmma|cutlass|gemm" gemm_fp8 --m 4096 --n 4096 --k 4096 --dtype bf16 --scaling block \
+    --variant cuda_tma_wgmma_fp8,cublaslt_fp8
 }
 
 racecheck_rungs() {  # compute-sanitizer racecheck over the shared-memory rungs on one small shape each
@@ -255,18 +283,19 @@ cpu_ladders() {  # the host's triad and FMA ceilings, then the memory-bound CPU 
   done
 }
 
-export -f cpu_ladders run_sim_programs gemm_headline attention_headline quant_headline ncu_compare racecheck_rungs big_ladders cupti_trace checks_per_op
+export -f tune_profiles cpu_ladders run_sim_programs gemm_headline attention_headline quant_headline ncu_compare racecheck_rungs big_ladders cupti_trace checks_per_op
 export kl W
 
 # Steps by name: all by default, or those named on the command line (a second call in one window).
-wanted=" ${*:-sim probe check gemm attention quant big ncu racecheck trace sweeps cpu report} "
+wanted=" ${*:-sim probe check quant tune gemm attention big ncu racecheck trace sweeps cpu report} "
 want() { [[ "$wanted" == *" $1 "* ]]; }
 want sim && step "tests/sim programs on the chip; the planted bugs under compute-sanitizer" 60 bash -c run_sim_programs
 want probe && step "probe: copy bandwidth and cuBLASLt rates" 60 bash -c '"$kl" probe --gpu --json > "$W/probe.json"'
 want check && step "every CUDA variant against the float64 reference, op by op" 150 bash -c checks_per_op
+want quant && step "quantized GEMMs: W4A16 over M against gemm; int8 and fp8 against cuBLASLt" 170 bash -c quant_headline
+want tune && step "ncu sections of the quantized rungs under their targets, beside cuBLASLt" 90 bash -c tune_profiles
 want gemm && step "gemm ladder, headline shapes" 70 bash -c gemm_headline
-want attention && step "attention ladder, headline shapes" 70 bash -c attention_headline
-want quant && step "quantized GEMMs: W4A16 over M against gemm; int8 and fp8 against cuBLASLt" 60 bash -c quant_headline
+want attention && step "attention ladder, headline shapes" 150 bash -c attention_headline
 want big && step "memory-bound ladders on 256 MiB working sets" 40 bash -c big_ladders
 want ncu && step "simulator profiler against ncu" 70 bash -c ncu_compare
 want racecheck && step "racecheck over the shared-memory rungs" 50 bash -c racecheck_rungs

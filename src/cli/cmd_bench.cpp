@@ -116,7 +116,8 @@ nlohmann::json points_json(const std::vector<Point>& points) {
 }
 
 // --against: where each rung of the swept op turns slower than another op's fastest variant on the
-// same dims and dtype (gemm_w4a16 --against gemm: the unquantized GEMM, cuBLAS where a GPU is).
+// same dims and dtype (gemm_w4a16 --against gemm: the unquantized GEMM), its library peers alone
+// where their backend is present (cuBLAS on a GPU, OpenBLAS on the CPU).
 struct AgainstPoint {
   std::string value, backend, variant;  // the baseline's fastest variant at this axis value
   double median_s = 0;
@@ -143,6 +144,10 @@ std::vector<AgainstPoint> run_against(const Op& base, const std::vector<Problem>
                                       const BenchFlags& f, DeviceSet& devs) {
   BenchFlags all = f;
   all.variants.clear(), all.configs.clear();
+  // The vendor library is the baseline where its backend is present (the fp16 GEMM on a GPU is cuBLAS's);
+  // every variant otherwise. Timing the naive rungs too cost the first H200 window its 14336 x 4096 sweep.
+  for (const Variant& v : base.variants)
+    if (v.peer && find_device(devs, v.backend)) all.variants.push_back(v.name);
   std::vector<AgainstPoint> out;
   for (size_t i = 0; i < problems.size(); ++i) {
     std::map<std::string, int64_t> dims;
