@@ -142,18 +142,18 @@ struct AgainstCrossover {
 
 std::vector<AgainstPoint> run_against(const Op& base, const std::vector<Problem>& problems, const std::vector<std::string>& values,
                                       const BenchFlags& f, DeviceSet& devs) {
-  BenchFlags all = f;
-  all.variants.clear(), all.configs.clear();
-  // The vendor library is the baseline where its backend is present (the fp16 GEMM on a GPU is cuBLAS's);
-  // every variant otherwise. Timing the naive rungs too cost the first H200 window its 14336 x 4096 sweep.
-  for (const Variant& v : base.variants)
-    if (v.peer && find_device(devs, v.backend)) all.variants.push_back(v.name);
   std::vector<AgainstPoint> out;
   for (size_t i = 0; i < problems.size(); ++i) {
     std::map<std::string, int64_t> dims;
     for (const DimSpec& d : base.dims)
       if (problems[i].dims.count(d.name)) dims[d.name] = problems[i].dim(d.name);
     const Problem q = make_problem(base, problems[i].dtype, dims, {}, Use::run);
+    // The library peers that are present and take q (the fp16 GEMM on a GPU: cuBLASLt) are the
+    // baseline; every variant where there are none. Timing the naive rungs too cost an H200 window its sweeps.
+    BenchFlags all = f;
+    all.variants.clear(), all.configs.clear();
+    for (const Variant& v : base.variants)
+      if (v.peer && find_device(devs, v.backend) && !v.supports_config(q, v.configs.front())) all.variants.push_back(v.name);
     std::map<std::string, AgainstPoint> fastest;  // per backend
     for (const Point& pt : run_points(base, q, all, devs, false)) {
       AgainstPoint& b = fastest[pt.backend];

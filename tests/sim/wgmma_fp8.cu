@@ -93,24 +93,37 @@ __global__ void accumulate_one(const unsigned char* big, const unsigned char* on
 #endif
 }
 
-// The largest E (8..21) for which 2^E + 1 came out exact: the accumulation keeps E + 1 bits.
-int accumulation_bits(unsigned char* dbig, unsigned char* done, float* dd) {
+// D = sign * 2^E (one wgmma), then D + add (a second, whose one nonzero product is add * 1; |add| <= 3).
+float accumulate(int sign, int e, int add, unsigned char* dbig, unsigned char* done, float* dd) {
+  unsigned char big[2 * K] = {}, one[2 * K] = {};
+  // 2^E as the sum of 2^(E-16) products of 2^8 * 2^8 when E > 16, else one product 2^min(E,8) * 2^(E-min(E,8)).
+  const int terms = e > 16 ? 1 << (e - 16) : 1, ea = e > 16 ? 8 : e < 8 ? e : 8, eb = e > 16 ? 8 : e - ea;
+  for (int k = 0; k < terms; ++k)
+    big[k] = __nv_fp8_e4m3(float(sign * (1 << ea))).__x, big[K + k] = __nv_fp8_e4m3(float(1 << eb)).__x;
+  one[0] = __nv_fp8_e4m3(float(add)).__x, one[K] = __nv_fp8_e4m3(1.0f).__x;
+  CHECK(cudaMemcpy(dbig, big, 2 * K, cudaMemcpyHostToDevice));
+  CHECK(cudaMemcpy(done, one, 2 * K, cudaMemcpyHostToDevice));
+  accumulate_one<<<1, 128, 8192>>>(dbig, done, dd);
+  CHECK(cudaDeviceSynchronize());
+  float d = 0;
+  CHECK(cudaMemcpy(&d, dd, sizeof d, cudaMemcpyDeviceToHost));
+  return d;
+}
+
+// The largest E (8..21) for which 2^E + 1 came out exact (the accumulation keeps E + 1 bits), then
+// how it drops a bit: at the first E that cannot hold 2^E + 1, 2^E + 3 and -2^E - 3 lie halfway
+// between two sums it can hold. Toward zero gives 2^E + 2 and -2^E - 2; toward minus infinity
+// 2^E + 2 and -2^E - 4; to nearest (ties to even) 2^E + 4 and -2^E - 4.
+void accumulation_bits(unsigned char* dbig, unsigned char* done, float* dd) {
   int kept = 0;
-  for (int e = 8; e <= 21; ++e) {
-    unsigned char big[2 * K] = {}, one[2 * K] = {};
-    // 2^E as the sum of 2^(E-16) products of 2^8 * 2^8 when E > 16, else one product 2^min(E,8) * 2^(E-min(E,8)).
-    const int terms = e > 16 ? 1 << (e - 16) : 1, ea = e > 16 ? 8 : e < 8 ? e : 8, eb = e > 16 ? 8 : e - ea;
-    for (int k = 0; k < terms; ++k) big[k] = __nv_fp8_e4m3(float(1 << ea)).__x, big[K + k] = __nv_fp8_e4m3(float(1 << eb)).__x;
-    one[0] = one[K] = __nv_fp8_e4m3(1.0f).__x;
-    CHECK(cudaMemcpy(dbig, big, 2 * K, cudaMemcpyHostToDevice));
-    CHECK(cudaMemcpy(done, one, 2 * K, cudaMemcpyHostToDevice));
-    accumulate_one<<<1, 128, 8192>>>(dbig, done, dd);
-    CHECK(cudaDeviceSynchronize());
-    float d = 0;
-    CHECK(cudaMemcpy(&d, dd, sizeof d, cudaMemcpyDeviceToHost));
-    if (double(d) == std::ldexp(1.0, e) + 1.0) kept = e + 1;
-  }
-  return kept;
+  for (int e = 8; e <= 21; ++e)
+    if (double(accumulate(1, e, 1, dbig, done, dd)) == std::ldexp(1.0, e) + 1.0) kept = e + 1;
+  const double big = std::ldexp(1.0, kept);
+  const double up = accumulate(1, kept, 3, dbig, done, dd) - big, down = accumulate(-1, kept, -3, dbig, done, dd) + big;
+  const char* mode = up == 2 && down == -2 ? "toward zero" : up == 2 && down == -4 ? "toward minus infinity"
+                     : up == 4 && down == -4 ? "to nearest" : "by no rule tested";
+  printf("wgmma e4m3 accumulation: 2^E + 1 exact up to %d significant bits (fp32: 24); "
+         "2^%d + 3 -> 2^%d %+g, -2^%d - 3 -> -2^%d %+g: rounds %s\n", kept, kept, kept, up, kept, kept, down, mode);
 }
 
 unsigned char encode(int v, bool e5m2) { return e5m2 ? __nv_fp8_e5m2(float(v)).__x : __nv_fp8_e4m3(float(v)).__x; }
@@ -151,7 +164,7 @@ int main() {
   CHECK(cudaMalloc(&dd, sizeof(float) * M * kMaxN));
   const int failed = check_all<64, false>(da, db, dd) + check_all<128, false>(da, db, dd) + check_all<64, true>(da, db, dd) +
                      check_all<128, true>(da, db, dd);
-  printf("wgmma e4m3 accumulation: 2^E + 1 exact up to %d significant bits (fp32: 24)\n", accumulation_bits(da, db, dd));
+  accumulation_bits(da, db, dd);
   if (failed == 0) printf("wgmma fp8 layouts: all checks passed\n");
   return failed == 0 ? 0 : 1;
 }
