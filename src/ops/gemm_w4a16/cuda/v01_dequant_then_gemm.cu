@@ -28,13 +28,12 @@ template <class T> __global__ void __launch_bounds__(kDequantThreads) w4a16_dequ
 
 // Tile kt of the 16-bit weights, rows past n zero-filled.
 template <class Tl, class T> __device__ __forceinline__ void load_w16(Chunk* tile, const Operands<T>& o, int col0, int l0) {
-  KL_UNROLL
-  for (int e = threadIdx.x; e < kWChunks<Tl>; e += kThreads) {
+  for_each_chunk<kWChunks<Tl>>([&](int e) {
     const int r = e / kChunksK, c = e % kChunksK;
     Chunk* dst = tile + r * kChunksK + swz(r, c);
     if (col0 + r < o.n) kl::ptx::cp_async_16(dst, o.w16 + static_cast<int64_t>(col0 + r) * o.k + l0 + 8 * c);
     else *dst = Chunk{};
-  }
+  });
 }
 
 template <class T, class Tl> __global__ void __launch_bounds__(kThreads) w4a16_gemm16(Operands<T> o) {
@@ -50,6 +49,7 @@ template <class T, class Tl> __global__ void __launch_bounds__(kThreads) w4a16_g
     KL_UNROLL
     for (int kk = 0; kk < kBK; kk += 16) warp_step_16bit<Tl, T>(acc, a_tile(s), a_tile(s) + kAChunks<Tl>, kk);
   };
+  zero_rows_past_m<Tl>(a_tile, o, row0, kStages);
   pipeline(first_tile(o.tiles_per_split), end_tile(o), load, compute);
   store_tile<Tl>(o, acc);
 }

@@ -20,12 +20,11 @@ constexpr int kSmem = (kStages * (kAChunks<Tl> + kRawChunks<Tl>) + kW16Chunks<Tl
 
 // Tile kt's int4 rows (output columns col0..), rows past n zero-filled.
 template <class Tl, class T> __device__ __forceinline__ void load_raw(Chunk* tile, const Operands<T>& o, int col0, int l0) {
-  KL_UNROLL
-  for (int e = threadIdx.x; e < kRawChunks<Tl>; e += kThreads) {
+  for_each_chunk<kRawChunks<Tl>>([&](int e) {
     const int r = e / 2, h = e % 2;
     if (col0 + r < o.n) kl::ptx::cp_async_16(tile + e, o.w + (static_cast<int64_t>(col0 + r) * o.k + l0) / 2 + 16 * h);
     else tile[e] = Chunk{};
-  }
+  });
 }
 
 template <class T, class Tl> __global__ void __launch_bounds__(kThreads) w4a16_smem_dequant(Operands<T> o) {
@@ -40,18 +39,18 @@ template <class T, class Tl> __global__ void __launch_bounds__(kThreads) w4a16_s
   };
   auto compute = [&](int s, int kt) {
     const Chunk* raw = a_tile(s) + kAChunks<Tl>;
-    KL_UNROLL
-    for (int e = threadIdx.x; e < kRawChunks<Tl>; e += kThreads) {  // 32 codes of row r: 4 chunks of w16
+    for_each_chunk<kRawChunks<Tl>>([&](int e) {  // 32 codes of row r: 4 chunks of w16
       const int r = e / 2, h = e % 2;
       const Group<T> g = group_of(o, col0 + r, kt * kBK / o.group);
       const Chunk c = raw[e];
       KL_UNROLL
       for (int q = 0; q < 4; ++q) w16[r * kChunksK + swz(r, 4 * h + q)] = dequant_word(c.w[q], g);
-    }
+    });
     __syncthreads();  // the whole 16-bit tile is written
     KL_UNROLL
     for (int kk = 0; kk < kBK; kk += 16) warp_step_16bit<Tl, T>(acc, a_tile(s), w16, kk);
   };
+  zero_rows_past_m<Tl>(a_tile, o, row0, kStages);
   pipeline(first_tile(o.tiles_per_split), end_tile(o), load, compute);
   store_tile<Tl>(o, acc);
 }

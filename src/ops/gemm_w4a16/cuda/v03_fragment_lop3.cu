@@ -4,8 +4,11 @@
 // its four B registers' eight codes; one LOP3 per register ((w >> 4r) & 0x000f000f | magic) makes
 // each half exactly magic + code, and one HSUB2 + one HFMA2 per two weights apply the zero point
 // and the scale. No I2F, no conversion, no second shared-memory round trip, no ldmatrix for B.
-// The packed words come in by cp.async 16 bytes at a time, 4 stages deep, 512 contiguous bytes
-// per k16 step of a 64-column block: the 4-bit weights cross DRAM once, at half a byte each.
+// The packed words come in by cp.async 16 bytes at a time, 512 contiguous bytes per k16 step of a
+// 64-column block: the 4-bit weights cross DRAM once, at half a byte each. A group's scales and
+// zero points ride the same pipeline (4-byte cp.asyncs into the stage, at a group's first tile), so
+// no dependent global load stalls the warps when a group starts. Two configs: 4 stages, and 8 at
+// m <= 16, where the weights are the whole cost and only bytes in flight hide DRAM's latency.
 #include "ops/gemm_w4a16/cuda/w4a16_tile.cuh"
 
 namespace kl::KL_TARGET {
@@ -15,32 +18,66 @@ using namespace w4a16;
 
 template <class Tl> constexpr int kAChunks = Tl::kBM * kChunksK;
 template <class Tl> constexpr int kWChunks = kBK / 16 * (Tl::kBN / 16) * 8;  // 128 bytes per k16 x n16
-template <class Tl> constexpr int kSmem = kStages * (kAChunks<Tl> + kWChunks<Tl>) * static_cast<int>(sizeof(Chunk));
+// Per column, the aligned 4 bytes holding its scale, then those holding its zero point.
+template <class Tl> constexpr int kGChunks = 2 * Tl::kBN * 4 / static_cast<int>(sizeof(Chunk));
+template <class Tl> constexpr int kStageChunks = kAChunks<Tl> + kWChunks<Tl> + kGChunks<Tl>;
+template <class Tl, int S> constexpr int kSmem = S * kStageChunks<Tl> * static_cast<int>(sizeof(Chunk));
+constexpr int kDecodeStages = 8;
 
 // Tile kt's packed words, [k16 step][n16 strip][32 lanes], strips past n zero-filled.
 template <class Tl, class T> __device__ __forceinline__ void load_packed(Chunk* tile, const Operands<T>& o, int col0, int l0) {
   constexpr int kStrips = Tl::kBN / 16;
-  KL_UNROLL
-  for (int e = threadIdx.x; e < kWChunks<Tl>; e += kThreads) {
+  for_each_chunk<kWChunks<Tl>>([&](int e) {
     const int kk = e / (kStrips * 8), strip = e / 8 % kStrips, j = e % 8;
     const int col_strip = col0 / 16 + strip;
     if (col_strip < o.n / 16)
       kl::ptx::cp_async_16(tile + e, o.packed + ((static_cast<int64_t>(l0 / 16 + kk) * (o.n / 16) + col_strip) * 32 + 4 * j));
     else tile[e] = Chunk{};
-  }
+  });
+}
+
+// The group of k tile kt: groups are 64 or 128 (the op refuses others), one or two k64 tiles.
+template <class T> __device__ __forceinline__ int group_index(const Operands<T>& o, int kt) { return kt >> (o.group == 128); }
+
+// The 4 bytes around element i of a scale or zero array, as cp.async copies them (4-byte aligned:
+// the arrays' element counts are even, so the word never passes the end), and i's offset in them.
+template <class E> __device__ __forceinline__ const void* word_of(const E* base, int64_t i) {
+  return reinterpret_cast<const void*>(reinterpret_cast<uintptr_t>(base + i) & ~uintptr_t{3});
+}
+template <class E> __device__ __forceinline__ int byte_in_word(const E* base, int64_t i) {
+  return static_cast<int>(reinterpret_cast<uintptr_t>(base + i) & 3);
+}
+
+// Group gi's scale and zero point words for the block's columns; columns past n get zeros.
+template <class Tl, class T> __device__ __forceinline__ void load_groups(uint32_t* words, const Operands<T>& o, int col0, int gi) {
+  for_each_chunk<Tl::kBN>([&](int c) {
+    const int col = col0 + c;
+    if (col >= o.n) {
+      words[c] = words[Tl::kBN + c] = 0;
+      return;
+    }
+    const int64_t t = static_cast<int64_t>(col) * o.groups + gi;
+    kl::ptx::cp_async_4(words + c, word_of(o.scales, t));
+    if (o.zero == W4Zero::gptq) kl::ptx::cp_async_4(words + Tl::kBN + c, word_of(o.zero_codes, t >> 1));
+    if (o.zero == W4Zero::awq) kl::ptx::cp_async_4(words + Tl::kBN + c, word_of(o.zero_floats, t));
+  });
 }
 
 // A group's constants as pairs of the dtype: magic + zc (to subtract), s, and -z.
 struct PairGroup {
   uint32_t sub, scale, neg_zero;
 };
-template <class T> __device__ __forceinline__ uint32_t pair_bits(T x) {
-  const uint16_t b = bits_as<uint16_t>(x);
-  return b | uint32_t{b} << 16;
-}
-template <class T> __device__ __forceinline__ PairGroup pair_group(const Group<T>& g) {
+// Column c's (col's) constants from the stage's words: w = (code - zc) * s - z, zc 8 when symmetric,
+// GPTQ's code q_z (a nibble, stored ^ 8), or 0 with AWQ's float z.
+template <class Tl, class T>
+__device__ __forceinline__ PairGroup pair_group(const uint32_t* words, int c, const Operands<T>& o, int col, int gi) {
   constexpr bool kBf16 = std::is_same_v<T, __nv_bfloat16>;
-  return {quant::w4_zero_pair<kBf16>(uint32_t(g.zc)), pair_bits(g.s), pair_bits(g.z) ^ 0x80008000u};
+  const int64_t t = static_cast<int64_t>(min(col, o.n - 1)) * o.groups + gi;
+  const uint32_t s = words[c] >> (8 * byte_in_word(o.scales, t)) & 0xffffu;
+  uint32_t zc = 8, z = 0;
+  if (o.zero == W4Zero::gptq) zc = (words[Tl::kBN + c] >> (8 * byte_in_word(o.zero_codes, t >> 1) + 4 * (t & 1)) & 0xfu) ^ 8u;
+  if (o.zero == W4Zero::awq) zc = 0, z = words[Tl::kBN + c] >> (8 * byte_in_word(o.zero_floats, t)) & 0xffffu;
+  return {quant::w4_zero_pair<kBf16>(zc), s | s << 16, (z | z << 16) ^ 0x80008000u};
 }
 
 // Register r of a packed word, dequantized: two weights (code - zc) * s - z of the dtype.
@@ -53,24 +90,29 @@ template <class T> __device__ __forceinline__ uint32_t dequant_register(uint32_t
   return bits_as<uint32_t>(__hfma2(q, bits_as<Pair>(g.scale), bits_as<Pair>(g.neg_zero)));
 }
 
-template <class T, class Tl> __global__ void __launch_bounds__(kThreads) w4a16_fragments(Operands<T> o) {
-  KL_DYNAMIC_SHARED(Chunk, smem);  // kStages x (A tile, packed weight tile)
+template <class T, class Tl, int S> __global__ void __launch_bounds__(kThreads) w4a16_fragments(Operands<T> o) {
+  KL_DYNAMIC_SHARED(Chunk, smem);  // S x (A tile, packed weight tile, group words)
   const int lane = threadIdx.x % 32, row0 = blockIdx.y * Tl::kBM, col0 = blockIdx.x * Tl::kBN;
-  const int strip0 = warp_col<Tl>() / 16;
-  auto a_tile = [&](int s) { return smem + s * (kAChunks<Tl> + kWChunks<Tl>); };
+  const int strip0 = warp_col<Tl>() / 16, t0 = first_tile(o.tiles_per_split);
+  auto a_tile = [&](int s) { return smem + s * kStageChunks<Tl>; };
+  auto group_words = [&](int s) { return reinterpret_cast<uint32_t*>(a_tile(s) + kAChunks<Tl> + kWChunks<Tl>); };
   Acc<Tl> acc = {};
   PairGroup groups[Tl::kNS][2];
   int loaded = -1;
   auto load = [&](int s, int kt) {
     load_a<Tl>(a_tile(s), o, row0, kt * kBK);
     load_packed<Tl>(a_tile(s) + kAChunks<Tl>, o, col0, kt * kBK);
+    if (kt == t0 || group_index(o, kt) != group_index(o, kt - 1)) load_groups<Tl>(group_words(s), o, col0, group_index(o, kt));
   };
   auto compute = [&](int s, int kt) {
-    if (const int gi = kt * kBK / o.group; gi != loaded) {  // columns g and g + 8 of each strip
+    if (const int gi = group_index(o, kt); gi != loaded) {  // columns g and g + 8 of each strip
       KL_UNROLL
       for (int j = 0; j < Tl::kNS; ++j)
         KL_UNROLL
-        for (int h = 0; h < 2; ++h) groups[j][h] = pair_group(group_of(o, col0 + 16 * (strip0 + j) + 8 * h + lane / 4, gi));
+        for (int h = 0; h < 2; ++h) {
+          const int c = 16 * (strip0 + j) + 8 * h + lane / 4;
+          groups[j][h] = pair_group<Tl>(group_words(s), c, o, col0 + c, gi);
+        }
       loaded = gi;
     }
     const uint32_t* words = reinterpret_cast<const uint32_t*>(a_tile(s) + kAChunks<Tl>);
@@ -91,19 +133,40 @@ template <class T, class Tl> __global__ void __launch_bounds__(kThreads) w4a16_f
       }
     }
   };
-  pipeline(first_tile(o.tiles_per_split), end_tile(o), load, compute);
+  zero_rows_past_m<Tl>(a_tile, o, row0, S);
+  pipeline<S>(t0, end_tile(o), load, compute);
   store_tile<Tl>(o, acc);
 }
 
-template <class T, class Tl> void launch_tile(const W4A16Params& p, const Args& a) {
+template <class T, class Tl, int S> void launch_tile(const W4A16Params& p, const Args& a) {
   const Grid g = grid_of<Tl>(p, std::min(sm_count(), kMostSms));
   const Operands<T> o = operands<T>(p, a, g, nullptr, static_cast<float*>(a.workspace));
-  allow_dynamic_smem<w4a16_fragments<T, Tl>>(kSmem<Tl>);
-  KL_LAUNCH((w4a16_fragments<T, Tl>), dim3(g.n_blocks, g.m_blocks, g.splits), kThreads, kSmem<Tl>, a.stream, o);
+  constexpr int smem = kSmem<Tl, S>;
+  allow_dynamic_smem<w4a16_fragments<T, Tl, S>>(smem);
+  KL_LAUNCH((w4a16_fragments<T, Tl, S>), dim3(g.n_blocks, g.m_blocks, g.splits), kThreads, smem, a.stream, o);
   sum_splits(o, static_cast<cudaStream_t>(a.stream));
 }
-void launch(const W4A16Params& p, const Args& a) {
-  with_tile(p, [&](auto e, auto tile) { launch_tile<decltype(e), decltype(tile)>(p, a); });
+// The block tile's launch, with DecodeStages stages at m <= 16 and kStages above.
+template <int DecodeStages> void launch(const W4A16Params& p, const Args& a) {
+  with_tile(p, [&](auto e, auto tile) {
+    using Tl = decltype(tile);
+    launch_tile<decltype(e), Tl, std::is_same_v<Tl, DecodeTile> ? DecodeStages : kStages>(p, a);
+  });
+}
+
+template <int DecodeStages> RungConfig<W4A16Params> config(std::string name) {
+  return {.name = std::move(name),
+          .threads = kThreads,
+          .dynamic_smem = std::max(kSmem<LargeTile, kStages>, kSmem<DecodeTile, DecodeStages>),
+          .kernels = {{for_halves([](auto e) { return KL_KERNEL(w4a16_fragments<decltype(e), DecodeTile, DecodeStages>); }),
+                       {"lop3.b32", "cp.async.cg.shared.global", "cp.async.ca.shared.global", "mma.sync.aligned.m16n8k16.row.col.f32",
+                        "ldmatrix.sync.aligned.m8n8.x4.shared.b16"},
+                       {"LOP3.LUT", "LDGSTS.E.BYPASS.128", "HMMA.16816.F32", "LDSM.16.M88.4", "HFMA2"}},
+                      {for_halves([](auto e) { return KL_KERNEL(w4a16_fragments<decltype(e), LargeTile, kStages>); }),
+                       {"lop3.b32", "cp.async.cg.shared.global", "cp.async.ca.shared.global", "mma.sync.aligned.m16n8k16.row.col.f32"},
+                       {"LOP3.LUT", "LDGSTS.E.BYPASS.128", "HMMA.16816.F32", "HFMA2"}},
+                      {for_halves([](auto e) { return KL_KERNEL(w4a16_sum_splits<decltype(e)>); }), {}, {}}},
+          .run = launch<DecodeStages>};
 }
 }  // namespace
 
@@ -113,21 +176,10 @@ KL_RUNGS {
       .name = "cuda_fragment_lop3",
       .note = "weights repacked offline into mma.sync's B-fragment order: a lane's one 32-bit shared-memory word is its "
               "registers' 8 codes, dequantized by LOP3 (magic-number exponent) + HSUB2 + HFMA2 right before the mma; "
-              "no 16-bit weight tile, no I2F, no ldmatrix for B",
+              "no 16-bit weight tile, no I2F, no ldmatrix for B; scales and zero points by cp.async in the same stages",
       .supports = fits_int,
       .workspace_bytes = partial_bytes,
-      .configs = {{.name = "16x64|64x128_k64_4stages",
-                   .threads = kThreads,
-                   .dynamic_smem = kSmem<LargeTile>,
-                   .kernels = {{for_halves([](auto e) { return KL_KERNEL(w4a16_fragments<decltype(e), DecodeTile>); }),
-                                {"lop3.b32", "cp.async.cg.shared.global", "mma.sync.aligned.m16n8k16.row.col.f32",
-                                 "ldmatrix.sync.aligned.m8n8.x4.shared.b16"},
-                                {"LOP3.LUT", "LDGSTS.E.BYPASS.128", "HMMA.16816.F32", "LDSM.16.M88.4", "HFMA2"}},
-                               {for_halves([](auto e) { return KL_KERNEL(w4a16_fragments<decltype(e), LargeTile>); }),
-                                {"lop3.b32", "cp.async.cg.shared.global", "mma.sync.aligned.m16n8k16.row.col.f32"},
-                                {"LOP3.LUT", "LDGSTS.E.BYPASS.128", "HMMA.16816.F32", "HFMA2"}},
-                               {for_halves([](auto e) { return KL_KERNEL(w4a16_sum_splits<decltype(e)>); }), {}, {}}},
-                   .run = launch}}};
+      .configs = {config<kStages>("16x64|64x128_k64_4stages"), config<kDecodeStages>("16x64_8stages|64x128_4stages")}};
   return {variant_of(r)};
 }
 

@@ -145,16 +145,34 @@ template <class T> __device__ __forceinline__ Chunk dequant_word(uint32_t word, 
 // ldmatrix phase, and the 8 chunks of a store phase, fall in 8 different 16-byte bank groups.
 __device__ __forceinline__ int swz(int r, int c) { return c ^ (r & 7); }
 
-// A(row0.., l0..l0+64) into tile [kBM][8], rows past m zero-filled.
+// f(e) for e = 0..N-1, dealt to the block's threads: a trip count the compiler knows, so the loop
+// unrolls into straight-line code (a loop from threadIdx.x compiled into a generic loop with
+// remainder branches, most of v03's instructions per k tile on an H200).
+template <int N, class F> __device__ __forceinline__ void for_each_chunk(const F& f) {
+  static_assert(N % kThreads == 0 || N < kThreads, "a tile's chunks are dealt evenly to the block");
+  KL_UNROLL
+  for (int i = 0; i < (N + kThreads - 1) / kThreads; ++i)
+    if (N % kThreads == 0 || threadIdx.x + i * kThreads < N) f(static_cast<int>(threadIdx.x) + i * kThreads);
+}
+
+// A(row0.., l0..l0+64) into tile [kBM][8], rows below m only: zero_rows_past_m zeroed the others once.
 template <class Tl, class T>
 __device__ __forceinline__ void load_a(Chunk* tile, const Operands<T>& o, int row0, int l0) {
-  KL_UNROLL
-  for (int e = threadIdx.x; e < Tl::kBM * kChunksK; e += kThreads) {
+  for_each_chunk<Tl::kBM * kChunksK>([&](int e) {
     const int r = e / kChunksK, c = e % kChunksK;
-    Chunk* dst = tile + r * kChunksK + swz(r, c);
-    if (row0 + r < o.m) kl::ptx::cp_async_16(dst, o.a + static_cast<int64_t>(row0 + r) * o.k + l0 + 8 * c);
-    else *dst = Chunk{};
-  }
+    if (row0 + r < o.m) kl::ptx::cp_async_16(tile + r * kChunksK + swz(r, c), o.a + static_cast<int64_t>(row0 + r) * o.k + l0 + 8 * c);
+  });
+}
+
+// The rows past m of every stage's A tile, zeroed before the pipeline: cp.async never writes them,
+// so at m = 1 the 15 padding rows cost one store each per block instead of one per k tile.
+template <class Tl, class T, class ATile>
+__device__ __forceinline__ void zero_rows_past_m(const ATile& a_tile, const Operands<T>& o, int row0, int stages) {
+  if (row0 + Tl::kBM <= o.m) return;
+  for (int s = 0; s < stages; ++s)
+    for_each_chunk<Tl::kBM * kChunksK>([&](int e) {
+      if (row0 + e / kChunksK >= o.m) a_tile(s)[e] = Chunk{};
+    });
 }
 
 // mma's A fragment of rows r0..r0+15, k kk..kk+15 of the tile (kk a multiple of 16).
@@ -204,24 +222,24 @@ __device__ __forceinline__ void warp_step_16bit(Acc<Tl>& acc, const Chunk* a_til
   }
 }
 
-// The k tiles [t0, t1) through a ring of kStages shared-memory stages: load(stage, kt) issues tile
-// kt's cp.asyncs, compute(stage, kt) uses it; tile kt + 3 is in flight while tile kt is computed.
-// One commit group per tile, empty ones included, so "all but the newest kStages - 2 groups
-// landed" always means "tile kt landed".
-template <class Load, class Compute>
+// The k tiles [t0, t1) through a ring of Stages shared-memory stages: load(stage, kt) issues tile
+// kt's cp.asyncs, compute(stage, kt) uses it; tile kt + Stages - 1 is in flight while tile kt is
+// computed. One commit group per tile, empty ones included, so "all but the newest Stages - 2
+// groups landed" always means "tile kt landed".
+template <int Stages = kStages, class Load, class Compute>
 __device__ __forceinline__ void pipeline(int t0, int t1, const Load& load, const Compute& compute) {
   KL_UNROLL
-  for (int s = 0; s < kStages - 1; ++s) {
+  for (int s = 0; s < Stages - 1; ++s) {
     if (t0 + s < t1) load(s, t0 + s);
     kl::ptx::cp_async_commit();
   }
   for (int kt = t0; kt < t1; ++kt) {
-    kl::ptx::cp_async_wait<kStages - 2>();
+    kl::ptx::cp_async_wait<Stages - 2>();
     __syncthreads();  // tile kt is in for every thread, and the stage computed before it is free
-    const int next = kt + kStages - 1;
-    if (next < t1) load((next - t0) % kStages, next);
+    const int next = kt + Stages - 1;
+    if (next < t1) load((next - t0) % Stages, next);
     kl::ptx::cp_async_commit();
-    compute((kt - t0) % kStages, kt);
+    compute((kt - t0) % Stages, kt);
   }
 }
 
