@@ -123,6 +123,10 @@ run_sim_programs() {  # the tests/sim programs, then the planted bugs under comp
   done
   grep -h "accumulation" "$W/sim-programs/wgmma_fp8.txt"  # the hardware's bits, against the simulator's modelled 15
   cat "$W/sim-programs/cublaslt_fp8_block.txt"  # which block-scaled formulations cuBLASLt takes, and whether D is right
+  local shape  # and at shapes of the peer's check sweep (m 1 and 7, n 48 and 272), and a larger one
+  for shape in "1 48 128" "7 272 384" "512 512 512"; do
+    echo "cublaslt_fp8_block $shape:"; timeout --foreground 30 .device-bin/sim/cublaslt_fp8_block $shape || echo "exit $?"
+  done
   [ -n "$sanitizer" ] || { echo "compute-sanitizer not found"; return 1; }
   # The simulator's checkers (sim run --race-check / --memcheck) catch each of these; compute-sanitizer should too.
   local planted=("racecheck race" "memcheck oob global" "memcheck oob shared" "memcheck oob freed" "memcheck misaligned 1")

@@ -4,6 +4,7 @@
 // floats). F1: A as cuBLAS's A (VEC128_32F), W as B (BLK128x128_32F), D row-major; F2: the same, D
 // column-major; F3: W as A, A as B. Each prints its wrong values, or that the heuristic found none.
 // The same source runs on a GPU (nvcc ... -lcublasLt): which formulations the library takes.
+// Arguments: m n k (k a multiple of 128); 64 256 384 by default.
 #include <cublasLt.h>
 #include <cuda_bf16.h>
 #include <cuda_fp8.h>
@@ -11,6 +12,7 @@
 
 #include <cmath>
 #include <cstdio>
+#include <cstdlib>
 #include <vector>
 
 #define CHECK_BLAS(call)                                                \
@@ -29,8 +31,9 @@ template <class T> T* device(const std::vector<T>& h) {
   return d;
 }
 
-int main() {
-  const int m = 64, n = 256, k = 384, kb = k / 128, kb_padded = (kb + 3) / 4 * 4, nb = n / 128;
+int main(int argc, char** argv) {
+  const int m = argc > 3 ? std::atoi(argv[1]) : 64, n = argc > 3 ? std::atoi(argv[2]) : 256, k = argc > 3 ? std::atoi(argv[3]) : 384;
+  const int kb = k / 128, kb_padded = (kb + 3) / 4 * 4, nb = (n + 127) / 128, ld_col = (m + 7) / 8 * 8;  // F2's ld: 16-byte columns
   std::vector<__nv_fp8_e4m3> a(m * k), w(n * k);  // multiples of 1/4 up to 1.5: exact in e4m3
   for (int i = 0; i < m * k; ++i) a[i] = __nv_fp8_e4m3(float((i * 7) % 13 - 6) / 4);
   for (int i = 0; i < n * k; ++i) w[i] = __nv_fp8_e4m3(float((i * 5) % 11 - 5) / 4);
@@ -50,7 +53,7 @@ int main() {
   __nv_fp8_e4m3 *da = device(a), *dw = device(w);
   float *dsa = device(sa), *dsw = device(sw);
   __nv_bfloat16* dd;
-  cudaMalloc(&dd, size_t(m) * n * sizeof(__nv_bfloat16));
+  cudaMalloc(&dd, size_t(ld_col) * n * sizeof(__nv_bfloat16));
   const size_t workspace_bytes = size_t{32} << 20;
   void* workspace;
   cudaMalloc(&workspace, workspace_bytes);
@@ -76,7 +79,7 @@ int main() {
     CHECK_BLAS(cublasLtMatrixLayoutCreate(&la, CUDA_R_8F_E4M3, k, weights_a ? n : m, k));
     CHECK_BLAS(cublasLtMatrixLayoutCreate(&lb, CUDA_R_8F_E4M3, k, weights_a ? m : n, k));
     if (weights_a) CHECK_BLAS(cublasLtMatrixLayoutCreate(&ld, CUDA_R_16BF, n, m, n));
-    else CHECK_BLAS(cublasLtMatrixLayoutCreate(&ld, CUDA_R_16BF, m, n, row_d ? n : m));
+    else CHECK_BLAS(cublasLtMatrixLayoutCreate(&ld, CUDA_R_16BF, m, n, row_d ? n : ld_col));
     if (row_d) {
       const cublasLtOrder_t row = CUBLASLT_ORDER_ROW;
       CHECK_BLAS(cublasLtMatrixLayoutSetAttribute(ld, CUBLASLT_MATRIX_LAYOUT_ORDER, &row, sizeof row));
@@ -92,15 +95,15 @@ int main() {
       std::printf("%s: no algorithm (status %d)\n", names[f], int(s));
     } else {
       const float alpha = 1, beta = 0;
-      cudaMemset(dd, 0, size_t(m) * n * sizeof(__nv_bfloat16));
+      cudaMemset(dd, 0, size_t(ld_col) * n * sizeof(__nv_bfloat16));
       CHECK_BLAS(cublasLtMatmul(lt, desc, &alpha, weights_a ? (const void*)dw : da, la, weights_a ? (const void*)da : dw, lb,
                                 &beta, dd, ld, dd, ld, &result.algo, workspace, workspace_bytes, nullptr));
-      std::vector<__nv_bfloat16> got(m * n);
+      std::vector<__nv_bfloat16> got(size_t(ld_col) * n);
       cudaMemcpy(got.data(), dd, got.size() * sizeof(__nv_bfloat16), cudaMemcpyDeviceToHost);
       int wrong = 0;
       for (int i = 0; i < m; ++i)
         for (int j = 0; j < n; ++j) {
-          const double g = double(__bfloat162float(got[f == 1 ? j * m + i : i * n + j])), x = want[i * n + j];
+          const double g = double(__bfloat162float(got[f == 1 ? j * ld_col + i : i * n + j])), x = want[i * n + j];
           wrong += std::fabs(g - x) > 1e-2 * (1.0 + std::fabs(x));
         }
       std::printf("%s: %d of %d values wrong\n", names[f], wrong, m * n);
