@@ -118,10 +118,15 @@ run_sim_programs() {  # the tests/sim programs, then the planted bugs under comp
   local sanitizer; sanitizer=$(command -v compute-sanitizer || ls /usr/local/cuda*/bin/compute-sanitizer 2>/dev/null | head -1)
   local failed=0 p
   for p in ptx_wrappers wmma_gemm wgmma_layouts hopper_gemm wgmma_fp8 libcudacxx_async matmul_tiled reduce_warp histogram \
-           graph_replay streams_events device_query access_patterns early_exit shuffle_exited_source; do
+           graph_replay streams_events device_query access_patterns early_exit shuffle_exited_source cublaslt_fp8_block; do
     if timeout --foreground 30 ".device-bin/sim/$p" > "$W/sim-programs/$p.txt" 2>&1; then echo "ok    $p"; else echo "FAIL  $p (exit $?)"; failed=1; fi
   done
   grep -h "accumulation" "$W/sim-programs/wgmma_fp8.txt"  # the hardware's bits, against the simulator's modelled 15
+  cat "$W/sim-programs/cublaslt_fp8_block.txt"  # which block-scaled formulations cuBLASLt takes, and whether D is right
+  local shape  # and at shapes of the peer's check sweep (m 1 and 7, n 48 and 272), and a larger one
+  for shape in "1 48 128" "7 272 384" "512 512 512"; do
+    echo "cublaslt_fp8_block $shape:"; timeout --foreground 30 .device-bin/sim/cublaslt_fp8_block $shape || echo "exit $?"
+  done
   [ -n "$sanitizer" ] || { echo "compute-sanitizer not found"; return 1; }
   # The simulator's checkers (sim run --race-check / --memcheck) catch each of these; compute-sanitizer should too.
   local planted=("racecheck race" "memcheck oob global" "memcheck oob shared" "memcheck oob freed" "memcheck misaligned 1")

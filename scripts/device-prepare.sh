@@ -46,6 +46,8 @@ for p in "${progs[@]}"; do
   [ -f "$exe" ] && [ -z "$(find "tests/sim/$p.cu" src/cuda -newer "$exe" -print -quit)" ] || nvcc -std=c++17 -O2 "$gencode" -I src "tests/sim/$p.cu" -o "$exe"
   cp "$exe" "$bin/sim/"
 done
+# cuBLASLt's block-scaled fp8 GEMM in the gemm_fp8 peer's three formulations: linked, as it calls the library.
+nvcc -std=c++17 -O2 "$gencode" -I src tests/sim/cublaslt_fp8_block.cu -lcublasLt -o "$bin/sim/cublaslt_fp8_block"
 # The simulator's side of the simulator-against-ncu table, computed here where it costs no GPU time.
 mkdir -p "$bin/ncu-sim"
 while read -r p; do

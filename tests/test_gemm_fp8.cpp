@@ -188,14 +188,16 @@ TEST(GemmFp8Profile, MmaFp8CountsItsTensorInstructionsAndReadsTheOperandsOnce) {
   EXPECT_NEAR(sum("model__dram_bytes_read.sum"), operands + 4 * (256 * 2 + 2 * 2), 0.05 * operands);
 }
 
-// The cuBLASLt peer with block scales (BLK128x128_32F for W, VEC128_32F for A) through the
-// simulator's cuBLASLt, which reads the scale layout the peer passes (the layout both assume; a GPU's
-// check is the test of it against NVIDIA's).
+// The cuBLASLt peer with block scales (VEC128_32F for A, BLK128x128_32F for W) through the
+// simulator's cuBLASLt, which reads the scale layouts PyTorch passes cuBLASLt (A's m fastest, W's rows
+// padded to 4 floats: k / 128 = 3 here) and takes a row-major D, so the peer's first formulation runs
+// (a GPU's check is the test of both against NVIDIA's library).
 TEST(GemmFp8Peer, BlockScalesThroughTheSimulatorsCublasLt) {
   const kl::test::CliResult r = kl::test::run_kernelab("check gemm_fp8 --backend sim --variant cublaslt_fp8 --m 7 --n 48 --k 384 --scaling block");
   ASSERT_EQ(r.code, 0) << r.out << r.err;
   EXPECT_THAT(r.out, HasSubstr("all variants passed"));
   EXPECT_THAT(r.out, HasSubstr("cublaslt_fp8  heuristic  sim"));
+  EXPECT_THAT(r.err, HasSubstr("cublaslt_fp8: block scales as F1 "));
 }
 
 // cuda_tma_wgmma_fp8 at 256^3 in the simulator, both scalings: one wgmma m64n128k32 e4m3 per

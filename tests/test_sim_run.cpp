@@ -399,6 +399,16 @@ TEST(SimRun, CublasAndCublasLtWithABiasEpilogue) {
   EXPECT_THAT(r.out, HasSubstr("cublas matmul: 0 values wrong"));
 }
 
+// cuBLASLt's fp8 GEMM with VEC128_32F and BLK128x128_32F scales on either operand and D in either
+// order: the simulator reads the scale layouts PyTorch passes cuBLASLt (k / 128 = 3: W's rows padded).
+TEST(SimRun, CublasLtFp8BlockScalesInEveryFormulationOfTheGemmFp8Peer) {
+  const SimResult r = sim_run(program("cublaslt_fp8_block.cu"));
+  EXPECT_EQ(r.code, 0) << r.out << r.err;
+  EXPECT_THAT(r.out, HasSubstr("F1 activations as A, D row-major: 0 of 16384 values wrong"));
+  EXPECT_THAT(r.out, HasSubstr("F2 activations as A, D column-major: 0 of 16384 values wrong"));
+  EXPECT_THAT(r.out, HasSubstr("F3 weights as A: 0 of 16384 values wrong"));
+}
+
 // Before: a cuBLAS call the simulator lacks (cublasDgemm_v2) failed the link; now it answers
 // CUBLAS_STATUS_NOT_SUPPORTED and is named once. Entry points that return no status stay named at link.
 TEST(SimRun, UncomputedCublasCallsAnswerNotSupportedAndAreNamedOnce) {

@@ -1,8 +1,9 @@
 // cuBLAS and cuBLASLt on the CPU (see sim/cublas_names.h): handles, streams, math modes and
 // workspaces are accepted; every GEMM is computed at once, in float64 from its fp32, fp16, bf16, int8
-// or fp8 e4m3 inputs (cuBLASLt: int8 into int32, fp8 with per-tensor scales) and rounded once to the
-// output type (the GPU accumulates in fp32: the results agree to the output's rounding, within any
-// GEMM test's tolerance; int8 sums are exact on both). Work runs at once, as all work here does.
+// or fp8 e4m3 inputs (cuBLASLt: int8 into int32, fp8 with per-tensor or block scales) and rounded
+// once to the output type (the GPU accumulates in fp32: the results agree to the output's rounding,
+// within any GEMM test's tolerance; int8 sums are exact on both). Work runs at once, as all work
+// here does.
 #include <cublasLt.h>
 #include <cublas_v2.h>
 
@@ -150,18 +151,20 @@ struct Layout {
   std::int64_t stride = 0;
 };
 
-// An fp8 operand with block scales (VEC128_32F: one fp32 per 128 k of each outer row; BLK128x128_32F:
-// one per 128 x 128 block), as fp32 values times their scales. K is the stored rows (the "TN" form
-// Hopper's fp8 kernels take); the scales column-major [ceil(k / 128), outer or ceil(outer / 128)], the
-// block along K fastest. The layout is the one kernelab's peer assumes (not NVIDIA's documentation:
-// an H200's check of cublaslt_fp8 --scaling block is the test of it).
+// An fp8 operand with block scales, as fp32 values times their scales. K is the stored rows (the "TN"
+// form Hopper's fp8 kernels take), the operand's other dimension its outer one. The scale layouts are
+// those PyTorch's ScaledBlas.cpp checks before it calls cuBLASLt: VEC128_32F one fp32 per 128 k of
+// each outer row, [ceil(k / 128)][outer] with the outer index fastest; BLK128x128_32F one per
+// 128 x 128 block, [ceil(outer / 128)][ceil(k / 128)] with rows padded to a multiple of 4 floats.
+// Either mode may be on either operand, as NVIDIA's LtBlk128x128Fp8Matmul sample and kernelab's peer
+// assign them differently.
 std::vector<float> block_scaled(const void* data, const Layout& l, const float* scales, std::int32_t mode) {
-  const std::int64_t k = std::int64_t(l.rows), outer = std::int64_t(l.cols), kb = (k + 127) / 128;
+  const std::int64_t k = std::int64_t(l.rows), outer = std::int64_t(l.cols), kb = (k + 127) / 128, blk_row = (kb + 3) / 4 * 4;
   std::vector<float> out(std::size_t(k * outer));
   for (std::int64_t o = 0; o < outer; ++o)
     for (std::int64_t r = 0; r < k; ++r) {
-      const std::int64_t block = mode == CUBLASLT_MATMUL_MATRIX_SCALE_VEC128_32F ? r / 128 + o * kb : r / 128 + o / 128 * kb;
-      out[std::size_t(r + o * k)] = float(load(data, r + o * l.ld, l.type) * double(scales[block]));
+      const std::int64_t at = mode == CUBLASLT_MATMUL_MATRIX_SCALE_VEC128_32F ? r / 128 * outer + o : o / 128 * blk_row + r / 128;
+      out[std::size_t(r + o * k)] = float(load(data, r + o * l.ld, l.type) * double(scales[at]));
     }
   return out;
 }
@@ -401,7 +404,7 @@ cublasStatus_t kl_sim_cublasLtMatmul(cublasLtHandle_t h, cublasLtMatmulDesc_t de
   const bool a_blocks = d.a_mode != CUBLASLT_MATMUL_MATRIX_SCALE_SCALAR_32F, b_blocks = d.b_mode != CUBLASLT_MATMUL_MATRIX_SCALE_SCALAR_32F;
   if ((a_blocks || b_blocks) && (!ta || tb || la.type != CUDA_R_8F_E4M3 || lb.type != CUDA_R_8F_E4M3 || !d.a_scale || !d.b_scale ||
                                  la.order != CUBLASLT_ORDER_COL || lb.order != CUBLASLT_ORDER_COL || ld.batch > 1))
-    return cublas_unsupported("block scale modes outside the TN, column-major, unbatched e4m3 form with both scale pointers");
+    return cublas_unsupported("block scale modes outside the TN form (A and B column-major; C and D either order), unbatched e4m3 with both scale pointers");
   const double al = scalar(alpha, d.scale) * (d.a_scale && !a_blocks ? double(*d.a_scale) : 1.0) *
                     (d.b_scale && !b_blocks ? double(*d.b_scale) : 1.0);
   const double be = scalar(beta, d.scale);

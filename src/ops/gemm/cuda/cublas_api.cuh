@@ -26,6 +26,7 @@ struct Api {
   decltype(&::cublasLtMatmulDescSetAttribute) lt_desc_set = nullptr;
   decltype(&::cublasLtMatrixLayoutCreate) lt_layout_create = nullptr;
   decltype(&::cublasLtMatrixLayoutDestroy) lt_layout_destroy = nullptr;
+  decltype(&::cublasLtMatrixLayoutSetAttribute) lt_layout_set = nullptr;
   decltype(&::cublasLtMatmulPreferenceCreate) lt_pref_create = nullptr;
   decltype(&::cublasLtMatmulPreferenceDestroy) lt_pref_destroy = nullptr;
   decltype(&::cublasLtMatmulPreferenceSetAttribute) lt_pref_set = nullptr;
@@ -57,6 +58,7 @@ inline const Api& api() {
     x.lt_create = &::cublasLtCreate, x.lt_desc_create = &::cublasLtMatmulDescCreate;
     x.lt_desc_destroy = &::cublasLtMatmulDescDestroy, x.lt_desc_set = &::cublasLtMatmulDescSetAttribute;
     x.lt_layout_create = &::cublasLtMatrixLayoutCreate, x.lt_layout_destroy = &::cublasLtMatrixLayoutDestroy;
+    x.lt_layout_set = &::cublasLtMatrixLayoutSetAttribute;
     x.lt_pref_create = &::cublasLtMatmulPreferenceCreate, x.lt_pref_destroy = &::cublasLtMatmulPreferenceDestroy;
     x.lt_pref_set = &::cublasLtMatmulPreferenceSetAttribute, x.lt_heuristic = &::cublasLtMatmulAlgoGetHeuristic;
     x.lt_matmul = &::cublasLtMatmul;
@@ -74,6 +76,7 @@ inline const Api& api() {
     load(x.lt_desc_set, lt, lt_name, "cublasLtMatmulDescSetAttribute");
     load(x.lt_layout_create, lt, lt_name, "cublasLtMatrixLayoutCreate");
     load(x.lt_layout_destroy, lt, lt_name, "cublasLtMatrixLayoutDestroy");
+    load(x.lt_layout_set, lt, lt_name, "cublasLtMatrixLayoutSetAttribute");
     load(x.lt_pref_create, lt, lt_name, "cublasLtMatmulPreferenceCreate");
     load(x.lt_pref_destroy, lt, lt_name, "cublasLtMatmulPreferenceDestroy");
     load(x.lt_pref_set, lt, lt_name, "cublasLtMatmulPreferenceSetAttribute");

@@ -1,10 +1,15 @@
-// gemm_fp8 peer: cuBLASLt's fp8 GEMM, e4m3 x e4m3 with fp32 accumulation into bf16/fp16, the scales
-// passed as CUBLASLT_MATMUL_DESC_A_SCALE_POINTER / B_SCALE_POINTER. Row-major D = A W^T is column-major
-// D^T = W A^T: W cuBLAS's A read transposed, A its B as it is: the "TN" form cuBLASLt's fp8 kernels
-// require. Per-tensor scales are the SCALAR_32F mode; block scales (sm_90, cuBLAS 12.9+) are W's
-// BLK128x128_32F and A's VEC128_32F, passed as our [n/128][k/128] and [m][k/128] arrays, taken to be the
-// column-major [k/128, .] tensors cuBLASLt reads (the block along K fastest): the simulator's
-// cuBLASLt assumes the same, and a GPU's check of this peer is what tests it.
+// gemm_fp8 peer: cuBLASLt's fp8 GEMM, e4m3 x e4m3 with fp32 accumulation into bf16/fp16, in the "TN"
+// form (cuBLAS's A read transposed, B as it is) its fp8 kernels require. Per-tensor scales
+// (SCALAR_32F): row-major D = A W^T as column-major D^T = W A^T, W cuBLAS's A.
+// Block scales (sm_90, cuBLAS 12.9+): the first of three formulations cuBLASLt's heuristic takes, as
+// NVIDIA's LtBlk128x128Fp8Matmul sample assigns the roles (A VEC128_32F, B BLK128x128_32F):
+//   F1 A := our activations (VEC128_32F), B := W (BLK128x128_32F), D row-major (ORDER_ROW) in place;
+//   F2 the same roles, D column-major in the workspace, then our transpose into the output;
+//   F3 A := W (BLK128x128_32F), B := our activations (VEC128_32F), D as with per-tensor scales.
+// The scales repacked into the workspace in the layouts PyTorch's ScaledBlas.cpp checks: sa as
+// [k/128][m] (m fastest), sw's rows padded to round_up(k/128, 4) floats. Not yet run on a GPU.
+#include <algorithm>
+#include <cstdio>
 #include <cstring>
 
 #include "ops/gemm/cuda/cublas_api.cuh"
@@ -14,75 +19,169 @@
 namespace kl::KL_TARGET {
 
 namespace {
-constexpr size_t kWorkspace = size_t{32} << 20;
+constexpr size_t kWorkspace = size_t{32} << 20;  // cuBLASLt's own; block scaling's scratch follows it
+constexpr int kTransposeThreads = 256;
+
+enum class Formulation { activations_a_row_d, activations_a_col_d, weights_a };
+
+const char* name_of(Formulation f) {
+  switch (f) {
+    case Formulation::activations_a_row_d: return "F1 (A := activations VEC128_32F, B := W BLK128x128_32F, D ORDER_ROW in place)";
+    case Formulation::activations_a_col_d:
+      return "F2 (A := activations VEC128_32F, B := W BLK128x128_32F, D column-major in the workspace, then transposed)";
+    case Formulation::weights_a: return "F3 (A := W BLK128x128_32F, B := activations VEC128_32F, D^T column-major in place)";
+  }
+  return "";
+}
+
+int64_t round_up(int64_t x, int64_t to) { return (x + to - 1) / to * to; }
+int64_t sw_row_floats(const Fp8Params& p) { return round_up(p.k_blocks(), 4); }
+int64_t d_col_ld(const Fp8Params& p) { return round_up(p.m, 8); }  // 16-byte columns, as cuBLASLt wants every ld
+
+// Byte offsets of block scaling's scratch in the workspace: sa transposed, sw padded, F2's column-major D.
+struct Scratch {
+  size_t sa_t = 0, sw_padded = 0, d_col = 0, end = 0;
+};
+Scratch scratch_of(const Fp8Params& p) {
+  const auto aligned = [](int64_t bytes) { return size_t(round_up(bytes, 256)); };
+  Scratch s;
+  s.sa_t = kWorkspace;
+  s.sw_padded = s.sa_t + aligned(p.m * p.k_blocks() * 4);
+  s.d_col = s.sw_padded + aligned(p.n_blocks() * sw_row_floats(p) * 4);
+  s.end = s.d_col + aligned(d_col_ld(p) * p.n * 2);
+  return s;
+}
 
 struct Plan {
   int64_t m = -1, n = -1, k = -1;
   DType dtype = DType::bf16;
   bool block = false;
+  Formulation form = Formulation::weights_a;
   cublasLtMatmulDesc_t desc = nullptr;
-  cublasLtMatrixLayout_t w = nullptr, a = nullptr, d = nullptr;  // cuBLAS's A (our W), B (our A), C and D
+  cublasLtMatrixLayout_t a = nullptr, b = nullptr, d = nullptr;  // cuBLAS's A, B, and C = D
   cublasLtMatmulAlgo_t algo = {};
 
   bool fits(const Fp8Params& p) const { return m == p.m && n == p.n && k == p.k && dtype == p.dtype && block == p.block(); }
   void release() {
     const cublas::Api& x = cublas::api();
-    if (desc) x.lt_desc_destroy(desc), x.lt_layout_destroy(w), x.lt_layout_destroy(a), x.lt_layout_destroy(d);
-    desc = nullptr;
+    if (desc) x.lt_desc_destroy(desc);
+    for (cublasLtMatrixLayout_t l : {a, b, d})
+      if (l) x.lt_layout_destroy(l);
+    desc = nullptr, a = b = d = nullptr;
   }
 };
+
+// q's descriptors for formulation f and the heuristic's first algorithm; false, q released, if none.
+bool try_formulation(Plan& q, const Fp8Params& p, Formulation f) {
+  const cublas::Api& x = cublas::api();
+  bool ok = true;
+  const auto call = [&](cublasStatus_t s) { ok = ok && s == CUBLAS_STATUS_SUCCESS; };
+  const auto set = [&](cublasLtMatmulDescAttributes_t attr, int32_t v) { call(x.lt_desc_set(q.desc, attr, &v, sizeof v)); };
+  const uint64_t m = uint64_t(p.m), n = uint64_t(p.n), k = uint64_t(p.k);
+  const bool weights_a = f == Formulation::weights_a;
+  call(x.lt_desc_create(&q.desc, CUBLAS_COMPUTE_32F, CUDA_R_32F));
+  if (!ok) return false;
+  set(CUBLASLT_MATMUL_DESC_TRANSA, CUBLAS_OP_T);
+  set(CUBLASLT_MATMUL_DESC_TRANSB, CUBLAS_OP_N);
+  if (p.block()) {  // before the heuristic, which picks kernels for the scale modes
+    const int32_t vec = CUBLASLT_MATMUL_MATRIX_SCALE_VEC128_32F, blk = CUBLASLT_MATMUL_MATRIX_SCALE_BLK128x128_32F;
+    set(CUBLASLT_MATMUL_DESC_A_SCALE_MODE, weights_a ? blk : vec);
+    set(CUBLASLT_MATMUL_DESC_B_SCALE_MODE, weights_a ? vec : blk);
+  }
+  const cudaDataType d_type = p.dtype == DType::bf16 ? CUDA_R_16BF : CUDA_R_16F;
+  call(x.lt_layout_create(&q.a, CUDA_R_8F_E4M3, k, weights_a ? n : m, int64_t(k)));
+  call(x.lt_layout_create(&q.b, CUDA_R_8F_E4M3, k, weights_a ? m : n, int64_t(k)));
+  if (f == Formulation::weights_a) call(x.lt_layout_create(&q.d, d_type, n, m, int64_t(n)));
+  else if (f == Formulation::activations_a_col_d) call(x.lt_layout_create(&q.d, d_type, m, n, d_col_ld(p)));
+  else {
+    call(x.lt_layout_create(&q.d, d_type, m, n, int64_t(n)));
+    const int32_t row = CUBLASLT_ORDER_ROW;
+    if (ok) call(x.lt_layout_set(q.d, CUBLASLT_MATRIX_LAYOUT_ORDER, &row, sizeof row));
+  }
+  cublasLtMatmulPreference_t pref = nullptr;
+  call(x.lt_pref_create(&pref));
+  const uint64_t workspace = kWorkspace;
+  if (ok) call(x.lt_pref_set(pref, CUBLASLT_MATMUL_PREF_MAX_WORKSPACE_BYTES, &workspace, sizeof workspace));
+  cublasLtMatmulHeuristicResult_t result;
+  std::memset(static_cast<void*>(&result), 0, sizeof result);
+  int found = 0;
+  if (ok) call(x.lt_heuristic(cublas::lt_handle(), q.desc, q.a, q.b, q.d, q.d, pref, 1, &result, &found));
+  if (pref) x.lt_pref_destroy(pref);
+  if (!ok || found == 0) {
+    q.release();
+    return false;
+  }
+  q.form = f;
+  q.algo = result.algo;
+  return true;
+}
 
 const Plan& plan_for(const Fp8Params& p) {
   static Plan plan;
   if (plan.fits(p)) return plan;
   plan.release();
-  const cublas::Api& x = cublas::api();
   Plan q{p.m, p.n, p.k, p.dtype, p.block()};
-  cublas::check(x.lt_desc_create(&q.desc, CUBLAS_COMPUTE_32F, CUDA_R_32F), "cublasLtMatmulDescCreate");
-  const cublasOperation_t t = CUBLAS_OP_T, n = CUBLAS_OP_N;
-  cublas::check(x.lt_desc_set(q.desc, CUBLASLT_MATMUL_DESC_TRANSA, &t, sizeof t), "cublasLtMatmulDescSetAttribute");
-  cublas::check(x.lt_desc_set(q.desc, CUBLASLT_MATMUL_DESC_TRANSB, &n, sizeof n), "cublasLtMatmulDescSetAttribute");
-  if (q.block) {  // before the heuristic, which picks kernels for the scale modes
-    const int32_t w_mode = CUBLASLT_MATMUL_MATRIX_SCALE_BLK128x128_32F, a_mode = CUBLASLT_MATMUL_MATRIX_SCALE_VEC128_32F;
-    cublas::check(x.lt_desc_set(q.desc, CUBLASLT_MATMUL_DESC_A_SCALE_MODE, &w_mode, sizeof w_mode), "cublasLtMatmulDescSetAttribute");
-    cublas::check(x.lt_desc_set(q.desc, CUBLASLT_MATMUL_DESC_B_SCALE_MODE, &a_mode, sizeof a_mode), "cublasLtMatmulDescSetAttribute");
+  if (!p.block()) {
+    if (!try_formulation(q, p, Formulation::weights_a))
+      runtime_failure("cublasLtMatmulAlgoGetHeuristic found no fp8 algorithm for this gemm");
+  } else {
+    const Formulation order[] = {Formulation::activations_a_row_d, Formulation::activations_a_col_d, Formulation::weights_a};
+    bool found = false;
+    for (Formulation f : order)
+      if (!found) found = try_formulation(q, p, f);
+    if (!found)
+      runtime_failure(std::string("cublasLtMatmulAlgoGetHeuristic found no block-scaled fp8 algorithm for this gemm in any of ") +
+                      name_of(order[0]) + ", " + name_of(order[1]) + " and " + name_of(order[2]));
+    std::fprintf(stderr, "cublaslt_fp8: block scales as %s\n", name_of(q.form));
   }
-  const uint64_t m = uint64_t(p.m), nn = uint64_t(p.n), k = uint64_t(p.k);
-  cublas::check(x.lt_layout_create(&q.w, CUDA_R_8F_E4M3, k, nn, int64_t(k)), "cublasLtMatrixLayoutCreate");
-  cublas::check(x.lt_layout_create(&q.a, CUDA_R_8F_E4M3, k, m, int64_t(k)), "cublasLtMatrixLayoutCreate");
-  cublas::check(x.lt_layout_create(&q.d, p.dtype == DType::bf16 ? CUDA_R_16BF : CUDA_R_16F, nn, m, int64_t(nn)),
-                "cublasLtMatrixLayoutCreate");
-  cublasLtMatmulPreference_t pref = nullptr;
-  cublas::check(x.lt_pref_create(&pref), "cublasLtMatmulPreferenceCreate");
-  const uint64_t workspace = kWorkspace;
-  cublas::check(x.lt_pref_set(pref, CUBLASLT_MATMUL_PREF_MAX_WORKSPACE_BYTES, &workspace, sizeof workspace),
-                "cublasLtMatmulPreferenceSetAttribute");
-  cublasLtMatmulHeuristicResult_t result;
-  std::memset(static_cast<void*>(&result), 0, sizeof result);
-  int found = 0;
-  const cublasStatus_t s = x.lt_heuristic(cublas::lt_handle(), q.desc, q.w, q.a, q.d, q.d, pref, 1, &result, &found);
-  x.lt_pref_destroy(pref);
-  if (s != CUBLAS_STATUS_SUCCESS || found == 0) {
-    q.release();
-    runtime_failure("cublasLtMatmulAlgoGetHeuristic found no fp8 algorithm for this gemm");
-  }
-  q.algo = result.algo;
   plan = q;
   return plan;
+}
+
+// dst [cols][rows] = src [rows][cols] (rows ld elements apart), of 4-byte elements (sa into [k/128][m])
+// or 2-byte ones (F2's D into the row-major output): one kernel, so that the simulator's F1 launches it.
+__global__ void __launch_bounds__(kTransposeThreads) transpose_elements(const void* __restrict__ src, int64_t rows, int64_t cols,
+                                                                        int64_t ld, int element_bytes, void* __restrict__ dst) {
+  for (int64_t e = blockIdx.x * int64_t(kTransposeThreads) + threadIdx.x; e < rows * cols; e += int64_t(gridDim.x) * kTransposeThreads) {
+    const int64_t from = (e % rows) * ld + e / rows;
+    if (element_bytes == 4) static_cast<uint32_t*>(dst)[e] = static_cast<const uint32_t*>(src)[from];
+    else static_cast<uint16_t*>(dst)[e] = static_cast<const uint16_t*>(src)[from];
+  }
+}
+
+void transpose_into(const void* src, int64_t rows, int64_t cols, int64_t ld, int element_bytes, void* dst, void* stream) {
+  const int64_t blocks = std::min<int64_t>((rows * cols + kTransposeThreads - 1) / kTransposeThreads, 65535 * 8);
+  KL_LAUNCH(transpose_elements, dim3(unsigned(blocks)), kTransposeThreads, 0, stream, src, rows, cols, ld, element_bytes, dst);
 }
 
 void launch(const Fp8Params& p, const Args& x) {
   const Plan& plan = plan_for(p);
   const cublas::Api& api = cublas::api();
-  // cuBLAS's A is our W: its scale is sw; its B is our A, scaled by sa.
-  const void *w_scale = x.in[p.kSw].data(), *a_scale = x.in[p.kSa].data();
-  cublas::check(api.lt_desc_set(plan.desc, CUBLASLT_MATMUL_DESC_A_SCALE_POINTER, &w_scale, sizeof w_scale), "cublasLtMatmulDescSetAttribute");
-  cublas::check(api.lt_desc_set(plan.desc, CUBLASLT_MATMUL_DESC_B_SCALE_POINTER, &a_scale, sizeof a_scale), "cublasLtMatmulDescSetAttribute");
+  const void *act = x.in[p.kA].data(), *act_scale = x.in[p.kSa].data(), *w = x.in[p.kW].data(), *w_scale = x.in[p.kSw].data();
+  void* d = x.out[0].data();
+  char* ws = static_cast<char*>(x.workspace);
+  const Scratch s = scratch_of(p);
+  if (plan.block) {
+    transpose_into(act_scale, p.m, p.k_blocks(), p.k_blocks(), 4, ws + s.sa_t, x.stream);
+    check_cuda(cudaMemcpy2DAsync(ws + s.sw_padded, size_t(sw_row_floats(p)) * 4, w_scale, size_t(p.k_blocks()) * 4,
+                                 size_t(p.k_blocks()) * 4, size_t(p.n_blocks()), cudaMemcpyDeviceToDevice,
+                                 static_cast<cudaStream_t>(x.stream)),
+               "cudaMemcpy2DAsync");
+    act_scale = ws + s.sa_t, w_scale = ws + s.sw_padded;
+    if (plan.form == Formulation::activations_a_col_d) d = ws + s.d_col;
+  }
+  const bool weights_a = plan.form == Formulation::weights_a;
+  const void *a = weights_a ? w : act, *b = weights_a ? act : w;
+  const void *a_scale = weights_a ? w_scale : act_scale, *b_scale = weights_a ? act_scale : w_scale;
+  cublas::check(api.lt_desc_set(plan.desc, CUBLASLT_MATMUL_DESC_A_SCALE_POINTER, &a_scale, sizeof a_scale), "cublasLtMatmulDescSetAttribute");
+  cublas::check(api.lt_desc_set(plan.desc, CUBLASLT_MATMUL_DESC_B_SCALE_POINTER, &b_scale, sizeof b_scale), "cublasLtMatmulDescSetAttribute");
   const float alpha = 1, beta = 0;
-  cublas::check(api.lt_matmul(cublas::lt_handle(), plan.desc, &alpha, x.in[p.kW].data(), plan.w, x.in[p.kA].data(), plan.a, &beta,
-                              x.out[0].data(), plan.d, x.out[0].data(), plan.d, &plan.algo, x.workspace, kWorkspace,
-                              static_cast<cudaStream_t>(x.stream)),
+  cublas::check(api.lt_matmul(cublas::lt_handle(), plan.desc, &alpha, a, plan.a, b, plan.b, &beta, d, plan.d, d, plan.d, &plan.algo,
+                              x.workspace, kWorkspace, static_cast<cudaStream_t>(x.stream)),
                 "cublasLtMatmul");
+  // D's m x n column-major in the workspace is [n][m] rows: transposed into the row-major [m][n] output.
+  if (plan.form == Formulation::activations_a_col_d)
+    transpose_into(d, p.n, p.m, d_col_ld(p), 2, x.out[0].data(), x.stream);
 }
 
 Reason supports(const Fp8Params& p) {
@@ -101,13 +200,17 @@ Reason supports(const Fp8Params& p) {
 KL_RUNGS {
   Rung<Fp8Params> r{.op = "gemm_fp8",
                     .name = "cublaslt_fp8",
-                    .note = "cuBLASLt's fp8 e4m3 GEMM with its A/B scale pointers: per tensor (SCALAR_32F), or W per "
-                            "128x128 and A per 1x128 (BLK128x128_32F, VEC128_32F; sm_90), fp32 accumulation, bf16/fp16 D, its "
-                            "heuristic's first algorithm: the peer of both scaled rungs",
+                    .note = "cuBLASLt's fp8 e4m3 GEMM with its A/B scale pointers: per tensor (SCALAR_32F), or A per 1x128 "
+                            "and W per 128x128 (VEC128_32F, BLK128x128_32F; sm_90; the scales repacked by our kernel and a 2-D copy, the "
+                            "first formulation its heuristic takes), fp32 accumulation, bf16/fp16 D, its heuristic's first "
+                            "algorithm: the peer of both scaled rungs",
                     .peer = true,
                     .supports = supports,
-                    .workspace_bytes = [](const Fp8Params&) { return kWorkspace; },
-                    .configs = {{.name = "heuristic", .threads = 0, .kernels = {}, .run = launch}}};
+                    .workspace_bytes = [](const Fp8Params& p) { return p.block() ? scratch_of(p).end : kWorkspace; },
+                    .configs = {{.name = "heuristic",
+                                 .threads = kTransposeThreads,
+                                 .kernels = {{{KL_KERNEL(transpose_elements)}, {}, {}}},
+                                 .run = launch}}};
   return {variant_of(r)};
 }
 
