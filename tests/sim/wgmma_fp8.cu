@@ -70,7 +70,7 @@ __global__ void one_warpgroup(const unsigned char* a, const unsigned char* b, fl
 
 // How many significant bits the accumulation into D keeps: D = 2^E (one wgmma, scale-d 0), then one
 // more adding exactly 1 (scale-d 1). fp32 keeps 2^E + 1 up to E = 23; the hardware's 8-bit wgmma
-// fewer (DeepSeek-V3: "around 14 bits"); the simulator models 15 (src/sim/hopper_fp8.h).
+// fewer (DeepSeek-V3: "around 14 bits"; an H200: 14, truncated toward zero, as src/sim/hopper_fp8.h models).
 __global__ void accumulate_one(const unsigned char* big, const unsigned char* one, float* d) {
 #if KL_PTX_SM90A
   extern __shared__ __align__(1024) unsigned char smem[];

@@ -11,6 +11,8 @@
 #include <algorithm>
 #include <cstdio>
 #include <cstring>
+#include <map>
+#include <tuple>
 
 #include "ops/gemm/cuda/cublas_api.cuh"
 #include "ops/gemm/cuda/hopper_tile.cuh"  // device_cc
@@ -72,7 +74,10 @@ struct Plan {
 };
 
 // q's descriptors for formulation f and the heuristic's first algorithm; false, q released, if none.
-bool try_formulation(Plan& q, const Fp8Params& p, Formulation f) {
+// The scale pointers are set before the heuristic: an H200's cuBLASLt 13 found no block-scaled
+// algorithm for the peer without them at 4096^3, where a program setting them first (tests/sim/
+// cublaslt_fp8_block.cu) got one in every formulation at 512^3.
+bool try_formulation(Plan& q, const Fp8Params& p, Formulation f, const void* act_scale, const void* w_scale) {
   const cublas::Api& x = cublas::api();
   bool ok = true;
   const auto call = [&](cublasStatus_t s) { ok = ok && s == CUBLAS_STATUS_SUCCESS; };
@@ -88,6 +93,9 @@ bool try_formulation(Plan& q, const Fp8Params& p, Formulation f) {
     set(CUBLASLT_MATMUL_DESC_A_SCALE_MODE, weights_a ? blk : vec);
     set(CUBLASLT_MATMUL_DESC_B_SCALE_MODE, weights_a ? vec : blk);
   }
+  const void *a_scale = weights_a ? w_scale : act_scale, *b_scale = weights_a ? act_scale : w_scale;
+  call(x.lt_desc_set(q.desc, CUBLASLT_MATMUL_DESC_A_SCALE_POINTER, &a_scale, sizeof a_scale));
+  call(x.lt_desc_set(q.desc, CUBLASLT_MATMUL_DESC_B_SCALE_POINTER, &b_scale, sizeof b_scale));
   const cudaDataType d_type = p.dtype == DType::bf16 ? CUDA_R_16BF : CUDA_R_16F;
   call(x.lt_layout_create(&q.a, CUDA_R_8F_E4M3, k, weights_a ? n : m, int64_t(k)));
   call(x.lt_layout_create(&q.b, CUDA_R_8F_E4M3, k, weights_a ? m : n, int64_t(k)));
@@ -116,19 +124,21 @@ bool try_formulation(Plan& q, const Fp8Params& p, Formulation f) {
   return true;
 }
 
-const Plan& plan_for(const Fp8Params& p) {
+constexpr Formulation kBlockOrder[] = {Formulation::activations_a_row_d, Formulation::activations_a_col_d, Formulation::weights_a};
+
+const Plan& plan_for(const Fp8Params& p, const void* act_scale, const void* w_scale) {
   static Plan plan;
   if (plan.fits(p)) return plan;
   plan.release();
   Plan q{p.m, p.n, p.k, p.dtype, p.block()};
   if (!p.block()) {
-    if (!try_formulation(q, p, Formulation::weights_a))
+    if (!try_formulation(q, p, Formulation::weights_a, act_scale, w_scale))
       runtime_failure("cublasLtMatmulAlgoGetHeuristic found no fp8 algorithm for this gemm");
   } else {
-    const Formulation order[] = {Formulation::activations_a_row_d, Formulation::activations_a_col_d, Formulation::weights_a};
+    const Formulation* order = kBlockOrder;
     bool found = false;
-    for (Formulation f : order)
-      if (!found) found = try_formulation(q, p, f);
+    for (Formulation f : kBlockOrder)
+      if (!found) found = try_formulation(q, p, f, act_scale, w_scale);
     if (!found)
       runtime_failure(std::string("cublasLtMatmulAlgoGetHeuristic found no block-scaled fp8 algorithm for this gemm in any of ") +
                       name_of(order[0]) + ", " + name_of(order[1]) + " and " + name_of(order[2]));
@@ -155,12 +165,12 @@ void transpose_into(const void* src, int64_t rows, int64_t cols, int64_t ld, int
 }
 
 void launch(const Fp8Params& p, const Args& x) {
-  const Plan& plan = plan_for(p);
-  const cublas::Api& api = cublas::api();
   const void *act = x.in[p.kA].data(), *act_scale = x.in[p.kSa].data(), *w = x.in[p.kW].data(), *w_scale = x.in[p.kSw].data();
-  void* d = x.out[0].data();
   char* ws = static_cast<char*>(x.workspace);
   const Scratch s = scratch_of(p);
+  const Plan& plan = p.block() ? plan_for(p, ws + s.sa_t, ws + s.sw_padded) : plan_for(p, act_scale, w_scale);
+  const cublas::Api& api = cublas::api();
+  void* d = x.out[0].data();
   if (plan.block) {
     transpose_into(act_scale, p.m, p.k_blocks(), p.k_blocks(), 4, ws + s.sa_t, x.stream);
     check_cuda(cudaMemcpy2DAsync(ws + s.sw_padded, size_t(sw_row_floats(p)) * 4, w_scale, size_t(p.k_blocks()) * 4,
@@ -184,6 +194,26 @@ void launch(const Fp8Params& p, const Args& x) {
     transpose_into(d, p.n, p.m, d_col_ld(p), 2, x.out[0].data(), x.stream);
 }
 
+// Whether cuBLASLt has a block-scaled kernel for p's shape in any formulation: an H200's cuBLASLt 13
+// had none at m 1, n 48, k 128 or m 7, n 272, k 384, and had one at 64 x 256 x 384 and 512^3
+// (tests/sim/cublaslt_fp8_block.cu), so only its heuristic can say. Asked once per shape.
+bool library_takes_block(const Fp8Params& p) {
+  static std::map<std::tuple<int64_t, int64_t, int64_t, DType>, bool> known;
+  const auto key = std::make_tuple(p.m, p.n, p.k, p.dtype);
+  if (const auto it = known.find(key); it != known.end()) return it->second;
+  static void* const placeholder = [] {  // the heuristic wants scale pointers; it reads none
+    void* b = nullptr;
+    check_cuda(cudaMalloc(&b, 256), "cudaMalloc");
+    return b;
+  }();
+  bool any = false;
+  for (Formulation f : kBlockOrder) {
+    Plan q{p.m, p.n, p.k, p.dtype, true};
+    if (!any && try_formulation(q, p, f, placeholder, placeholder)) any = true, q.release();
+  }
+  return known[key] = any;
+}
+
 Reason supports(const Fp8Params& p) {
   const int cc = gemm_hopper::device_cc();
   if (p.block() && cc != 0 && cc != 90)
@@ -193,6 +223,9 @@ Reason supports(const Fp8Params& p) {
   if (p.m > INT32_MAX || p.n > INT32_MAX) return "m and n must fit in 32 bits";
   if (cc != 0 && cc < 89)
     return "cuBLASLt's fp8 GEMM needs sm_89 or newer, and this GPU is sm_" + std::to_string(cc);
+  if (p.block() && cc == 90 && !library_takes_block(p))
+    return "cuBLASLt has no block-scaled fp8 kernel for this shape: its heuristic found none with the activations or the "
+           "weights as its A";
   return {};
 }
 }  // namespace
