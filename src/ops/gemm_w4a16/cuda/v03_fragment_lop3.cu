@@ -7,8 +7,9 @@
 // The packed words come in by cp.async 16 bytes at a time, 512 contiguous bytes per k16 step of a
 // 64-column block: the 4-bit weights cross DRAM once, at half a byte each. A group's scales and
 // zero points ride the same pipeline (4-byte cp.asyncs into the stage, at a group's first tile), so
-// no dependent global load stalls the warps when a group starts. Two configs: 4 stages, and 8 at
-// m <= 16, where the weights are the whole cost and only bytes in flight hide DRAM's latency.
+// no dependent global load stalls the warps when a group starts. Two configs: split-K to 4 blocks per
+// SM, and to 8 (at m = 1 an H200 had only 0.93 eligible warps per scheduler with 4: more warps, the
+// same kernel). A config of 8 stages at m <= 16 bought nothing there (11.5 against 11.0 us) and went.
 #include "ops/gemm_w4a16/cuda/w4a16_tile.cuh"
 
 namespace kl::KL_TARGET {
@@ -21,8 +22,7 @@ template <class Tl> constexpr int kWChunks = kBK / 16 * (Tl::kBN / 16) * 8;  // 
 // Per column, the aligned 4 bytes holding its scale, then those holding its zero point.
 template <class Tl> constexpr int kGChunks = 2 * Tl::kBN * 4 / static_cast<int>(sizeof(Chunk));
 template <class Tl> constexpr int kStageChunks = kAChunks<Tl> + kWChunks<Tl> + kGChunks<Tl>;
-template <class Tl, int S> constexpr int kSmem = S * kStageChunks<Tl> * static_cast<int>(sizeof(Chunk));
-constexpr int kDecodeStages = 8;
+template <class Tl> constexpr int kSmem = kStages * kStageChunks<Tl> * static_cast<int>(sizeof(Chunk));
 
 // Tile kt's packed words, [k16 step][n16 strip][32 lanes], strips past n zero-filled.
 template <class Tl, class T> __device__ __forceinline__ void load_packed(Chunk* tile, const Operands<T>& o, int col0, int l0) {
@@ -90,8 +90,8 @@ template <class T> __device__ __forceinline__ uint32_t dequant_register(uint32_t
   return bits_as<uint32_t>(__hfma2(q, bits_as<Pair>(g.scale), bits_as<Pair>(g.neg_zero)));
 }
 
-template <class T, class Tl, int S> __global__ void __launch_bounds__(kThreads) w4a16_fragments(Operands<T> o) {
-  KL_DYNAMIC_SHARED(Chunk, smem);  // S x (A tile, packed weight tile, group words)
+template <class T, class Tl> __global__ void __launch_bounds__(kThreads) w4a16_fragments(Operands<T> o) {
+  KL_DYNAMIC_SHARED(Chunk, smem);  // kStages x (A tile, packed weight tile, group words)
   const int lane = threadIdx.x % 32, row0 = blockIdx.y * Tl::kBM, col0 = blockIdx.x * Tl::kBN;
   const int strip0 = warp_col<Tl>() / 16, t0 = first_tile(o.tiles_per_split);
   auto a_tile = [&](int s) { return smem + s * kStageChunks<Tl>; };
@@ -133,40 +133,36 @@ template <class T, class Tl, int S> __global__ void __launch_bounds__(kThreads) 
       }
     }
   };
-  zero_rows_past_m<Tl>(a_tile, o, row0, S);
-  pipeline<S>(t0, end_tile(o), load, compute);
+  zero_rows_past_m<Tl>(a_tile, o, row0, kStages);
+  pipeline(t0, end_tile(o), load, compute);
   store_tile<Tl>(o, acc);
 }
 
-template <class T, class Tl, int S> void launch_tile(const W4A16Params& p, const Args& a) {
-  const Grid g = grid_of<Tl>(p, std::min(sm_count(), kMostSms));
+template <class T, class Tl> void launch_tile(const W4A16Params& p, const Args& a, int blocks_per_sm) {
+  const Grid g = grid_of<Tl>(p, std::min(sm_count(), kMostSms), blocks_per_sm);
   const Operands<T> o = operands<T>(p, a, g, nullptr, static_cast<float*>(a.workspace));
-  constexpr int smem = kSmem<Tl, S>;
-  allow_dynamic_smem<w4a16_fragments<T, Tl, S>>(smem);
-  KL_LAUNCH((w4a16_fragments<T, Tl, S>), dim3(g.n_blocks, g.m_blocks, g.splits), kThreads, smem, a.stream, o);
+  allow_dynamic_smem<w4a16_fragments<T, Tl>>(kSmem<Tl>);
+  KL_LAUNCH((w4a16_fragments<T, Tl>), dim3(g.n_blocks, g.m_blocks, g.splits), kThreads, kSmem<Tl>, a.stream, o);
   sum_splits(o, static_cast<cudaStream_t>(a.stream));
 }
-// The block tile's launch, with DecodeStages stages at m <= 16 and kStages above.
-template <int DecodeStages> void launch(const W4A16Params& p, const Args& a) {
-  with_tile(p, [&](auto e, auto tile) {
-    using Tl = decltype(tile);
-    launch_tile<decltype(e), Tl, std::is_same_v<Tl, DecodeTile> ? DecodeStages : kStages>(p, a);
-  });
+template <int BlocksPerSm> void launch(const W4A16Params& p, const Args& a) {
+  static_assert(BlocksPerSm <= kMostBlocksPerSm, "the workspace holds the partials of at most kMostBlocksPerSm");
+  with_tile(p, [&](auto e, auto tile) { launch_tile<decltype(e), decltype(tile)>(p, a, BlocksPerSm); });
 }
 
-template <int DecodeStages> RungConfig<W4A16Params> config(std::string name) {
+template <int BlocksPerSm> RungConfig<W4A16Params> config(std::string name) {
   return {.name = std::move(name),
           .threads = kThreads,
-          .dynamic_smem = std::max(kSmem<LargeTile, kStages>, kSmem<DecodeTile, DecodeStages>),
-          .kernels = {{for_halves([](auto e) { return KL_KERNEL(w4a16_fragments<decltype(e), DecodeTile, DecodeStages>); }),
+          .dynamic_smem = kSmem<LargeTile>,
+          .kernels = {{for_halves([](auto e) { return KL_KERNEL(w4a16_fragments<decltype(e), DecodeTile>); }),
                        {"lop3.b32", "cp.async.cg.shared.global", "cp.async.ca.shared.global", "mma.sync.aligned.m16n8k16.row.col.f32",
                         "ldmatrix.sync.aligned.m8n8.x4.shared.b16"},
                        {"LOP3.LUT", "LDGSTS.E.BYPASS.128", "HMMA.16816.F32", "LDSM.16.M88.4", "HFMA2"}},
-                      {for_halves([](auto e) { return KL_KERNEL(w4a16_fragments<decltype(e), LargeTile, kStages>); }),
+                      {for_halves([](auto e) { return KL_KERNEL(w4a16_fragments<decltype(e), LargeTile>); }),
                        {"lop3.b32", "cp.async.cg.shared.global", "cp.async.ca.shared.global", "mma.sync.aligned.m16n8k16.row.col.f32"},
                        {"LOP3.LUT", "LDGSTS.E.BYPASS.128", "HMMA.16816.F32", "HFMA2"}},
                       {for_halves([](auto e) { return KL_KERNEL(w4a16_sum_splits<decltype(e)>); }), {}, {}}},
-          .run = launch<DecodeStages>};
+          .run = launch<BlocksPerSm>};
 }
 }  // namespace
 
@@ -179,7 +175,7 @@ KL_RUNGS {
               "no 16-bit weight tile, no I2F, no ldmatrix for B; scales and zero points by cp.async in the same stages",
       .supports = fits_int,
       .workspace_bytes = partial_bytes,
-      .configs = {config<kStages>("16x64|64x128_k64_4stages"), config<kDecodeStages>("16x64_8stages|64x128_4stages")}};
+      .configs = {config<kBlocksPerSm>("16x64|64x128_k64_4stages"), config<kMostBlocksPerSm>("16x64|64x128_k64_4stages_8perSM")}};
   return {variant_of(r)};
 }
 

@@ -35,6 +35,7 @@ constexpr int kStages = 4;
 constexpr int kMaxSplits = 16;
 constexpr int kMinTilesPerSplit = 4;  // a split shorter than this cannot fill its pipeline
 constexpr int kBlocksPerSm = 4;       // the splits' target: enough loads in flight to cover DRAM latency
+constexpr int kMostBlocksPerSm = 8;   // the most any config asks for (the workspace is sized for it)
 constexpr int kMostSms = 256;         // the workspace is sized before a device is asked
 
 template <int BM, int BN, int WarpsM> struct Tile {
@@ -64,25 +65,25 @@ template <class T> struct Operands {
 struct Grid {
   int n_blocks, m_blocks, splits, tiles_per_split;
 };
-template <class Tl> Grid grid_of(const W4A16Params& p, int sms) {
+template <class Tl> Grid grid_of(const W4A16Params& p, int sms, int blocks_per_sm = kBlocksPerSm) {
   Grid g{int((p.n + Tl::kBN - 1) / Tl::kBN), int((p.m + Tl::kBM - 1) / Tl::kBM), 1, int(p.k / kBK)};
   const int tiles = g.tiles_per_split, blocks = g.n_blocks * g.m_blocks;
   const int most = std::min(kMaxSplits, std::max(1, tiles / kMinTilesPerSplit));
-  // Four blocks per SM where k allows: at m = 1 each block has 3 tiles (6 KiB of int4 weights) in flight,
-  // and an H200 ran N = K = 4096 at 0.39 TB/s with about 1.5 blocks per SM (Little's law: bytes in
-  // flight over latency); four should move about 2.7 times as many bytes (a prediction, not yet measured).
-  const int want = std::min(most, (kBlocksPerSm * sms + blocks - 1) / blocks);
+  // blocks_per_sm blocks per SM where k allows: at m = 1 each block has 3 tiles (6 KiB of int4 weights)
+  // in flight. An H200 ran N = K = 4096 at 0.39 TB/s with about 1.5 blocks per SM; four took the v03
+  // kernel from about 21 to 10.9 us (Little's law: bytes in flight over latency; 2.7x was predicted).
+  const int want = std::min(most, (blocks_per_sm * sms + blocks - 1) / blocks);
   g.tiles_per_split = (tiles + want - 1) / want;
   g.splits = (tiles + g.tiles_per_split - 1) / g.tiles_per_split;
   return g;
 }
 inline bool decode_sized(const W4A16Params& p) { return p.m <= DecodeTile::kBM; }
-inline Grid grid_of(const W4A16Params& p, int sms) {
-  return decode_sized(p) ? grid_of<DecodeTile>(p, sms) : grid_of<LargeTile>(p, sms);
+inline Grid grid_of(const W4A16Params& p, int sms, int blocks_per_sm = kBlocksPerSm) {
+  return decode_sized(p) ? grid_of<DecodeTile>(p, sms, blocks_per_sm) : grid_of<LargeTile>(p, sms, blocks_per_sm);
 }
 // fp32 partial sums of the splits, when there is more than one.
 inline size_t partial_bytes(const W4A16Params& p) {
-  const Grid g = grid_of(p, kMostSms);
+  const Grid g = grid_of(p, kMostSms, kMostBlocksPerSm);
   return g.splits > 1 ? size_t(g.splits) * size_t(p.m * p.n) * sizeof(float) : 0;
 }
 
