@@ -1,6 +1,7 @@
 // NVRTC compile and the disk cache of `kernelab fuse` (nvrtc.h).
 #include "jit/nvrtc.h"
 
+#include <dlfcn.h>
 #include <unistd.h>
 
 #include <chrono>
@@ -12,7 +13,10 @@
 #include <vector>
 
 #if KERNELAB_HAVE_NVRTC
+#include <cuda.h>  // CUDA_VERSION: the NVRTC of the toolkit's major version
 #include <nvrtc.h>
+
+#include <type_traits>
 #endif
 
 #include "kernelab/cache_dir.h"
@@ -50,7 +54,44 @@ double seconds_since(std::chrono::steady_clock::time_point t0) {
 std::string jit_cache_dir() { return cache_dir("KERNELAB_JIT_CACHE", "jit"); }
 
 #if KERNELAB_HAVE_NVRTC
-bool have_nvrtc() { return true; }
+namespace {
+// NVRTC opened at its first use: a machine without the library still runs kernelab (fuse falls back
+// to the unfused chain, saying why), and no other command loads its 109 MB, whose relocations were
+// most of a bare command's start-up here.
+struct Nvrtc {
+  decltype(&::nvrtcVersion) version = nullptr;
+  decltype(&::nvrtcCreateProgram) create = nullptr;
+  decltype(&::nvrtcCompileProgram) compile = nullptr;
+  decltype(&::nvrtcGetProgramLogSize) log_size = nullptr;
+  decltype(&::nvrtcGetProgramLog) log = nullptr;
+  decltype(&::nvrtcGetPTXSize) ptx_size = nullptr;
+  decltype(&::nvrtcGetPTX) ptx = nullptr;
+  decltype(&::nvrtcDestroyProgram) destroy = nullptr;
+  decltype(&::nvrtcGetErrorString) error_string = nullptr;
+  std::string missing;  // why it is not usable; empty when it is
+};
+
+const Nvrtc& nvrtc() {
+  static const Nvrtc n = [] {
+    Nvrtc x;
+    const std::string name = "libnvrtc.so." + std::to_string(CUDA_VERSION / 1000);
+    void* lib = dlopen(name.c_str(), RTLD_NOW | RTLD_LOCAL);
+    if (!lib) {
+      x.missing = "cannot open " + name + ": " + dlerror();
+      return x;
+    }
+    const auto load = [&](auto& fn, const char* symbol) {
+      fn = reinterpret_cast<std::remove_reference_t<decltype(fn)>>(dlsym(lib, symbol));
+      if (!fn && x.missing.empty()) x.missing = name + " has no " + symbol;
+    };
+    load(x.version, "nvrtcVersion"), load(x.create, "nvrtcCreateProgram"), load(x.compile, "nvrtcCompileProgram");
+    load(x.log_size, "nvrtcGetProgramLogSize"), load(x.log, "nvrtcGetProgramLog"), load(x.ptx_size, "nvrtcGetPTXSize");
+    load(x.ptx, "nvrtcGetPTX"), load(x.destroy, "nvrtcDestroyProgram"), load(x.error_string, "nvrtcGetErrorString");
+    return x;
+  }();
+  return n;
+}
+}  // namespace
 
 JitResult jit_compile(const std::string& source, const std::string& arch) {
   JitResult r;
@@ -58,8 +99,13 @@ JitResult jit_compile(const std::string& source, const std::string& arch) {
     r.error = "KERNELAB_JIT_FAIL=1 is set (a planted NVRTC failure)";
     return r;
   }
+  const Nvrtc& api = nvrtc();
+  if (!api.missing.empty()) {
+    r.error = api.missing;
+    return r;
+  }
   int major = 0, minor = 0;
-  if (nvrtcVersion(&major, &minor) != NVRTC_SUCCESS) {
+  if (api.version(&major, &minor) != NVRTC_SUCCESS) {
     r.error = "nvrtcVersion failed";
     return r;
   }
@@ -81,28 +127,28 @@ JitResult jit_compile(const std::string& source, const std::string& arch) {
   if (!(fs::exists(ptx_path, ec) && fs::exists(meta_path, ec))) {
     const auto t0 = std::chrono::steady_clock::now();
     nvrtcProgram prog = nullptr;
-    if (nvrtcCreateProgram(&prog, source.c_str(), "kernelab_fused.cu", 0, nullptr, nullptr) != NVRTC_SUCCESS) {
+    if (api.create(&prog, source.c_str(), "kernelab_fused.cu", 0, nullptr, nullptr) != NVRTC_SUCCESS) {
       r.error = "nvrtcCreateProgram failed";
       return r;
     }
     std::vector<const char*> opts;
     for (const std::string& o : options) opts.push_back(o.c_str());
-    const nvrtcResult res = nvrtcCompileProgram(prog, int(opts.size()), opts.data());
+    const nvrtcResult res = api.compile(prog, int(opts.size()), opts.data());
     if (res != NVRTC_SUCCESS) {
       std::size_t n = 0;
-      nvrtcGetProgramLogSize(prog, &n);
+      api.log_size(prog, &n);
       std::string log(n, '\0');
-      nvrtcGetProgramLog(prog, log.data());
+      api.log(prog, log.data());
       while (!log.empty() && (log.back() == '\0' || log.back() == '\n')) log.pop_back();
-      r.error = std::string("NVRTC: ") + nvrtcGetErrorString(res) + (log.empty() ? "" : ": " + log);
-      nvrtcDestroyProgram(&prog);
+      r.error = std::string("NVRTC: ") + api.error_string(res) + (log.empty() ? "" : ": " + log);
+      api.destroy(&prog);
       return r;
     }
     std::size_t n = 0;
-    nvrtcGetPTXSize(prog, &n);
+    api.ptx_size(prog, &n);
     std::string ptx(n, '\0');
-    nvrtcGetPTX(prog, ptx.data());
-    nvrtcDestroyProgram(&prog);
+    api.ptx(prog, ptx.data());
+    api.destroy(&prog);
     while (!ptx.empty() && ptx.back() == '\0') ptx.pop_back();
     r.compile_s_cold = seconds_since(t0);
     store(ptx_path, ptx);
@@ -124,8 +170,6 @@ JitResult jit_compile(const std::string& source, const std::string& arch) {
   return r;
 }
 #else
-bool have_nvrtc() { return false; }
-
 JitResult jit_compile(const std::string&, const std::string&) {
   JitResult r;
   r.error = "this kernelab was built without NVRTC";

@@ -21,9 +21,6 @@ struct JitResult {
 // KERNELAB_JIT_CACHE, else $XDG_CACHE_HOME/kernelab/jit, else ~/.cache/kernelab/jit.
 std::string jit_cache_dir();
 
-// Whether this build has NVRTC.
-bool have_nvrtc();
-
 // `arch` is sm_XX[a] (compiled for compute_XX[a]). Never throws for a compile failure: !ok and
 // the reason. KERNELAB_JIT_FAIL=1 makes it fail on purpose (for tests of the fallback).
 JitResult jit_compile(const std::string& source, const std::string& arch);

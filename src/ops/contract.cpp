@@ -99,8 +99,11 @@ std::string plain_kernel_name(std::string_view name) {
   std::string s(name);
   for (const char* anon : {"(anonymous namespace)::", "{anonymous}::"})
     for (size_t at; (at = s.find(anon)) != std::string::npos;) s.erase(at, std::strlen(anon));
-  s = std::regex_replace(s, std::regex(R"([A-Za-z_][A-Za-z0-9_]*::)"), "");
-  s = std::regex_replace(s, std::regex(R"(\b([0-9]+)(?:ull|ul|ll|u|l)\b)"), "$1");
+  // Built once: every rung's kernels pass here at start-up, and building the two regexes per call
+  // was most of a bare `kernelab specs`'s CPU time.
+  static const std::regex qualifier(R"([A-Za-z_][A-Za-z0-9_]*::)"), literal_suffix(R"(\b([0-9]+)(?:ull|ul|ll|u|l)\b)");
+  s = std::regex_replace(s, qualifier, "");
+  s = std::regex_replace(s, literal_suffix, "$1");
   // Cut the parameter list: the first '(' outside template brackets that follows the name.
   int depth = 0;
   for (size_t i = 0; i < s.size(); ++i) {
@@ -133,7 +136,8 @@ std::string ops_relative_path(std::string_view file) {
 int ladder_number_of(std::string_view source) {
   std::smatch m;
   const std::string s(source.substr(source.rfind('/') == std::string_view::npos ? 0 : source.rfind('/') + 1));
-  return std::regex_search(s, m, std::regex(R"(v([0-9]+))")) ? std::stoi(m[1]) : 0;
+  static const std::regex version(R"(v([0-9]+))");
+  return std::regex_search(s, m, version) ? std::stoi(m[1]) : 0;
 }
 
 namespace {
