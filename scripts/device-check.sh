@@ -117,7 +117,7 @@ run_sim_programs() {  # the tests/sim programs, then the planted bugs under comp
   mkdir -p "$W/sim-programs"
   local sanitizer; sanitizer=$(command -v compute-sanitizer || ls /usr/local/cuda*/bin/compute-sanitizer 2>/dev/null | head -1)
   local failed=0 p
-  for p in ptx_wrappers wmma_gemm wgmma_layouts hopper_gemm wgmma_fp8 libcudacxx_async matmul_tiled reduce_warp histogram \
+  for p in ptx_wrappers wmma_gemm wgmma_layouts hopper_gemm wgmma_fp8 wgmma_s8 libcudacxx_async matmul_tiled reduce_warp histogram \
            graph_replay streams_events device_query access_patterns early_exit shuffle_exited_source cublaslt_fp8_block; do
     if timeout --foreground 30 ".device-bin/sim/$p" > "$W/sim-programs/$p.txt" 2>&1; then echo "ok    $p"; else echo "FAIL  $p (exit $?)"; failed=1; fi
   done
