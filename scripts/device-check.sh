@@ -117,7 +117,7 @@ run_sim_programs() {  # the tests/sim programs, then the planted bugs under comp
   mkdir -p "$W/sim-programs"
   local sanitizer; sanitizer=$(command -v compute-sanitizer || ls /usr/local/cuda*/bin/compute-sanitizer 2>/dev/null | head -1)
   local failed=0 p
-  for p in ptx_wrappers wmma_gemm wgmma_layouts hopper_gemm wgmma_fp8 libcudacxx_async matmul_tiled reduce_warp histogram \
+  for p in ptx_wrappers wmma_gemm wgmma_layouts hopper_gemm wgmma_fp8 wgmma_s8 libcudacxx_async matmul_tiled reduce_warp histogram \
            graph_replay streams_events device_query access_patterns early_exit shuffle_exited_source cublaslt_fp8_block; do
     if timeout --foreground 30 ".device-bin/sim/$p" > "$W/sim-programs/$p.txt" 2>&1; then echo "ok    $p"; else echo "FAIL  $p (exit $?)"; failed=1; fi
   done
@@ -231,7 +231,8 @@ tune_profiles() {  # ncu's sections for the rungs under issue 15's targets, besi
   n w4a16-m1-n4096 "w4a16" gemm_w4a16 --m 1 --n 4096 --k 4096 --dtype fp16 --variant cuda_fragment_lop3
   n w4a16-m16-n14336 "w4a16" gemm_w4a16 --m 16 --n 14336 --k 4096 --dtype fp16 --variant cuda_fragment_lop3
   n gemm-m1-n4096 "." gemm --m 1 --n 4096 --k 4096 --dtype fp16 --b-layout col --variant cublaslt
-  n int8-4096 "w8a8_mma|nvjet|sm90|xmma|cutlass|gemm" gemm_w8a8 --m 4096 --n 4096 --k 4096 --dtype bf16 --variant cuda_mma_s8,cublaslt_int8
+  n int8-4096 "w8a8_mma|w8a8_tma|nvjet|sm90|xmma|cutlass|gemm" gemm_w8a8 --m 4096 --n 4096 --k 4096 --dtype bf16 \
+    --variant cuda_mma_s8,cuda_tma_wgmma_s8,cublaslt_int8
   n fp8-4096 "tma_wgmma|nvjet|sm90|xmma|cutlass|gemm" gemm_fp8 --m 4096 --n 4096 --k 4096 --dtype bf16 --scaling block \
     --variant cuda_tma_wgmma_fp8,cublaslt_fp8
 }

@@ -36,7 +36,7 @@ done
 # The tests/sim programs that check themselves against host loops (the PTX fragment layouts, wmma,
 # TMA + mbarrier + wgmma, the runtime calls), and the planted bugs (race, oob,
 # misaligned) that compute-sanitizer should find as the simulator does.
-progs=(ptx_wrappers wmma_gemm wgmma_layouts hopper_gemm wgmma_fp8 libcudacxx_async matmul_tiled reduce_warp
+progs=(ptx_wrappers wmma_gemm wgmma_layouts hopper_gemm wgmma_fp8 wgmma_s8 libcudacxx_async matmul_tiled reduce_warp
        histogram graph_replay streams_events device_query access_patterns early_exit shuffle_exited_source
        race oob misaligned)
 mkdir -p "$build/sim-programs"

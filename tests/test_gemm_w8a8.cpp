@@ -2,7 +2,7 @@
 // numbers, the validation messages (in the library and through the CLI's exit code 2), the drawn
 // inputs (int8 codes and scales from the quantizer, outlier channels in A), the cost, a planted wrong
 // rung (the weight scale read by row) that the check must catch, `kernelab check gemm_w8a8` passing,
-// and the simulator's counts for cuda_mma_s8 (tensor instructions, DRAM bytes).
+// and the simulator's counts for cuda_mma_s8 and cuda_tma_wgmma_s8 (tensor instructions, DRAM bytes).
 // Tolerance (the op's): 4 units of the dtype's roundoff (fp16 2^-11, bf16 2^-8) plus twice the error
 // of dtype_baseline (exact int32 sums, the scales in fp32, D rounded once), over the whole of D.
 #include <gmock/gmock.h>
@@ -185,6 +185,32 @@ TEST(GemmW8A8Profile, MmaS8CountsItsTensorInstructionsAndReadsTheOperandsOnce) {
   EXPECT_EQ(sum("sim__ldgsts_bytes.sum"), 2.0 * (256 * 256) * 2) << "A and W once per block column / row: two blocks each";
   EXPECT_EQ(sum("sim__ldsm_bank_conflicts.sum"), 0) << "the XOR swizzle";
   const double operands = 2.0 * 256 * 256;
+  EXPECT_NEAR(sum("model__dram_bytes_read.sum"), operands + 4 * 512, 0.05 * operands) << "A, W and the scales about once";
+}
+
+// cuda_tma_wgmma_s8 at 256^3 in the simulator: one wgmma m64n128k32 s8 per 2*64*128*32 OPs, counted per
+// warp (4 per warpgroup instruction), and no IMMA; A and W arrive by TMA only, a 128 x 128 box of each
+// per block and 128-deep k slice (2 x 2 blocks, 2 slices), each operand read by two blocks but from DRAM about once.
+TEST(GemmW8A8Profile, TmaWgmmaS8CountsK32InstructionsAndMovesTheOperandsByTma) {
+  const kl::test::CliResult r =
+      kl::test::run_kernelab("sim profile gemm_w8a8 --dtype bf16 --m 256 --n 256 --k 256 --variant cuda_tma_wgmma_s8 --json");
+  ASSERT_EQ(r.code, 0) << r.err;
+  const nlohmann::json j = nlohmann::json::parse(r.out);
+  ASSERT_EQ(j["rungs"].size(), 1u) << r.out;
+  const nlohmann::json& rung = j["rungs"][0];
+  EXPECT_TRUE(rung["checked"].get<bool>()) << rung["check_failure"];
+  auto sum = [&](const std::string& metric) {
+    double s = 0;
+    for (const nlohmann::json& k : rung["kernels"]) s += k["metrics"].value(metric, -1.0);
+    return s;
+  };
+  const double ops = 2.0 * 256 * 256 * 256, operands = 2.0 * 256 * 256;
+  EXPECT_EQ(sum("sm__inst_executed_pipe_tensor_op_gmma.sum"), 4 * ops / (2 * 64 * 128 * 32));
+  EXPECT_EQ(sum("sim__tensor_flops.sum"), ops);
+  EXPECT_EQ(sum("sm__inst_executed_pipe_tensor_op_imma.sum"), 0) << "no mma.sync";
+  EXPECT_EQ(sum("sim__tma_ld_requests.sum"), 2 * 2 * 2 * 2);
+  EXPECT_EQ(sum("sim__tma_ld_bytes.sum"), 2 * operands) << "two blocks per operand tile";
+  EXPECT_EQ(sum("sim__ldgsts_bytes.sum"), 0);
   EXPECT_NEAR(sum("model__dram_bytes_read.sum"), operands + 4 * 512, 0.05 * operands) << "A, W and the scales about once";
 }
 #endif

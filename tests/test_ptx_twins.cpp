@@ -18,7 +18,9 @@
 #include <fstream>
 #include <random>
 #include <sstream>
+#include <string>
 #include <utility>
+#include <vector>
 
 #include "cuda/ptx.h"
 
@@ -551,27 +553,32 @@ TEST(PtxNvcc, HopperWrappersAssembleForSm90a) {
   fs::remove_all(dir);
 }
 
-// The 8-bit wgmma wrappers through tests/sim/wgmma_fp8.cu: ptxas assembles them for sm_90a, the PTX
-// holds each shape and type, and for sm_80 the kernel body is left out and it still compiles.
-TEST(PtxNvcc, Fp8WgmmaWrappersAssembleForSm90a) {
+// The 8-bit wgmma wrappers through tests/sim/wgmma_fp8.cu and wgmma_s8.cu: ptxas assembles them for
+// sm_90a, the PTX holds each shape and type, and for sm_80 the kernel body is left out and it still compiles.
+TEST(PtxNvcc, EightBitWgmmaWrappersAssembleForSm90a) {
   REQUIRE_NVCC();
-  const std::string program = KERNELAB_SOURCE_DIR "/tests/sim/wgmma_fp8.cu";
-  const fs::path dir = fs::temp_directory_path() / ("kernelab-ptx-wgmma-fp8-" + std::to_string(getpid()));
-  fs::create_directories(dir);
-  const std::string base = "'" + nvcc() + "' -std=c++17 -I '" KERNELAB_SOURCE_DIR "/src' '" + program + "' ";
-  Outcome r = shell(base + "-arch=sm_90a -c -o '" + (dir / "w.o").string() + "'");
-  EXPECT_EQ(r.code, 0) << r.out;
-  r = shell(base + "-arch=sm_90a -ptx -o '" + (dir / "w.ptx").string() + "'");
-  ASSERT_EQ(r.code, 0) << r.out;
-  std::ifstream in(dir / "w.ptx");
-  std::stringstream text;
-  text << in.rdbuf();
-  for (const char* instr : {"wgmma.mma_async.sync.aligned.m64n64k32.f32.e4m3.e4m3", "wgmma.mma_async.sync.aligned.m64n128k32.f32.e4m3.e4m3",
-                            "wgmma.mma_async.sync.aligned.m64n64k32.f32.e5m2.e5m2", "wgmma.mma_async.sync.aligned.m64n128k32.f32.e5m2.e5m2"})
-    EXPECT_THAT(text.str(), HasSubstr(instr));
-  r = shell(base + "-arch=sm_80 -c -o '" + (dir / "w80.o").string() + "'");
-  EXPECT_EQ(r.code, 0) << r.out;
-  fs::remove_all(dir);
+  const std::vector<std::pair<std::string, std::vector<std::string>>> programs = {
+      {"wgmma_fp8",
+       {"wgmma.mma_async.sync.aligned.m64n64k32.f32.e4m3.e4m3", "wgmma.mma_async.sync.aligned.m64n128k32.f32.e4m3.e4m3",
+        "wgmma.mma_async.sync.aligned.m64n64k32.f32.e5m2.e5m2", "wgmma.mma_async.sync.aligned.m64n128k32.f32.e5m2.e5m2"}},
+      {"wgmma_s8", {"wgmma.mma_async.sync.aligned.m64n64k32.s32.s8.s8", "wgmma.mma_async.sync.aligned.m64n128k32.s32.s8.s8"}}};
+  for (const auto& [name, instrs] : programs) {
+    const std::string program = KERNELAB_SOURCE_DIR "/tests/sim/" + name + ".cu";
+    const fs::path dir = fs::temp_directory_path() / ("kernelab-ptx-" + name + "-" + std::to_string(getpid()));
+    fs::create_directories(dir);
+    const std::string base = "'" + nvcc() + "' -std=c++17 -I '" KERNELAB_SOURCE_DIR "/src' '" + program + "' ";
+    Outcome r = shell(base + "-arch=sm_90a -c -o '" + (dir / "w.o").string() + "'");
+    EXPECT_EQ(r.code, 0) << name << ": " << r.out;
+    r = shell(base + "-arch=sm_90a -ptx -o '" + (dir / "w.ptx").string() + "'");
+    ASSERT_EQ(r.code, 0) << name << ": " << r.out;
+    std::ifstream in(dir / "w.ptx");
+    std::stringstream text;
+    text << in.rdbuf();
+    for (const std::string& instr : instrs) EXPECT_THAT(text.str(), HasSubstr(instr)) << name;
+    r = shell(base + "-arch=sm_80 -c -o '" + (dir / "w80.o").string() + "'");
+    EXPECT_EQ(r.code, 0) << name << ": " << r.out;
+    fs::remove_all(dir);
+  }
 }
 
 TEST(PtxNvcc, ThePtxHoldsEveryInstruction) {

@@ -107,6 +107,19 @@ TEST(SimRun, WgmmaFp8SharedMemoryLayouts) {
                                "2^14 + 3 -> 2^14 +2, -2^14 - 3 -> -2^14 -2: rounds toward zero"));
 }
 
+// Integer wgmma (m64n64k32 and m64n128k32 s8 -> s32) on the same hand-written layouts: every element
+// of D exact, from zero (scale-d 0) and onto accumulators preloaded with 2^30 + 1 (scale-d 1).
+TEST(SimRun, WgmmaS8SharedMemoryLayouts) {
+  const SimResult r = sim_run(program("wgmma_s8.cu"));
+  EXPECT_EQ(r.code, 0) << r.err;
+  for (const char* shape : {"m64n64k32", "m64n128k32"})
+    for (const char* onto : {"", " onto 2^30 + 1"})
+      for (const char* layout : {"no swizzle", "32-byte swizzle", "64-byte swizzle", "128-byte swizzle"})
+        EXPECT_THAT(r.out, HasSubstr(std::string("wgmma ") + shape + " s8" + onto + ", " + layout + ": 0 of " +
+                                     (std::string(shape) == "m64n64k32" ? "4096" : "8192") + " wrong"));
+  EXPECT_THAT(r.out, HasSubstr("wgmma s8 layouts: all checks passed"));
+}
+
 // A CUTLASS-style Hopper GEMM (TMA into 128-byte-swizzled shared memory, full/empty mbarriers,
 // a producer and two consumer warpgroups, wgmma on descriptors, a TMA store): exact, and each
 // planted mistake caught.

@@ -1,5 +1,5 @@
 // The simulator's twin of the 8-bit wgmma (src/cuda/ptx_sm90_fp8.h) on hopper.h's machinery:
-// wgmma.mma_async.sync.aligned.m64nNk32.f32.{e4m3,e5m2}, A and B K-major from shared memory
+// wgmma.mma_async.sync.aligned.m64nNk32.f32.{e4m3,e5m2} and .s32.s8.s8, A and B K-major from shared memory
 // through descriptors, one byte an element (PTX ISA, "Asynchronous Warpgroup Level Matrix
 // Multiply-Accumulate": the K-major layouts are given in bytes, the same for 8- and 16-bit types).
 // The same checks and the same asynchrony as the 16-bit twin: a warpgroup collective after a
@@ -11,6 +11,7 @@
 #include <cstring>
 #include <string>
 #include <tuple>
+#include <type_traits>
 #include <vector>
 
 namespace kl::sim::hopper {
@@ -43,13 +44,20 @@ inline const unsigned char* operand_at_8bit(const Descriptor& d, unsigned mn, un
   return static_cast<const unsigned char*>(kl::sim::detail::dynamic_shared_at(a, 1));
 }
 
-// wgmma.mma_async m64nNk32 with 8-bit A (64 x 32) and B (32 x N): D = A B + (scale_d ? D : 0),
-// added as fp8_wgmma_accumulate models. D as the 16-bit twin's: thread (warp w, lane 4g+t), d[i] at
-// row 16w + g + 8((i%4)/2), column 8(i/4) + 2t + i%2.
-template <int N, class Decode>
-void wgmma_8bit(float* d, std::uint64_t desc_a, std::uint64_t desc_b, int scale_d, Decode decode_element, const char* what,
+// The int32 form's addition: the 32 products summed exactly and added to D modulo 2^32 (no .satfinite),
+// as the s32 mma.sync twin in ptx.h adds; no bits dropped: integer wgmma is exact.
+inline int s8_wgmma_accumulate(int d, long long products) {
+  return static_cast<int>(static_cast<std::uint32_t>(d) + static_cast<std::uint32_t>(products));
+}
+
+// wgmma.mma_async m64nNk32 with 8-bit A (64 x 32) and B (32 x N): D = A B + (scale_d ? D : 0), D of
+// f32 added as fp8_wgmma_accumulate models, or of s32 (s8 operands) as s8_wgmma_accumulate. D as the
+// 16-bit twin's: thread (warp w, lane 4g+t), d[i] at row 16w + g + 8((i%4)/2), column 8(i/4) + 2t + i%2.
+template <int N, class Acc, class Decode>
+void wgmma_8bit(Acc* d, std::uint64_t desc_a, std::uint64_t desc_b, int scale_d, Decode decode_element, const char* what,
                 const Site& site) {
   constexpr unsigned kK = 32;
+  constexpr bool kInt = std::is_same_v<Acc, int>;
   kl::sim::detail::AsyncCopies& q = kl::sim::detail::async_copies();
   if (!q.wgmma_fenced)
     fault(std::string(what) + " with no wgmma.fence before it since the warpgroup's last wgmma.wait_group (or the kernel's start)",
@@ -70,10 +78,12 @@ void wgmma_8bit(float* d, std::uint64_t desc_a, std::uint64_t desc_b, int scale_
   q.wgmma.push_back({[=] {
                        for (int i = 0; i < N / 2; ++i) {
                          const unsigned row = 16 * w + g + 8 * ((i % 4) / 2), col = 8 * (i / 4) + 2 * t + i % 2;
-                         double products = 0.0;
+                         std::conditional_t<kInt, long long, double> products = 0;
                          for (unsigned k = 0; k < kK; ++k)
-                           products += double(decode_element(*operand_at_8bit(da, row, k))) * decode_element(*operand_at_8bit(db, col, k));
-                         d[i] = fp8_wgmma_accumulate(scale_d ? d[i] : 0.0f, products);
+                           products += decltype(products)(decode_element(*operand_at_8bit(da, row, k))) *
+                                       decode_element(*operand_at_8bit(db, col, k));
+                         if constexpr (kInt) d[i] = s8_wgmma_accumulate(scale_d ? d[i] : 0, products);
+                         else d[i] = fp8_wgmma_accumulate(scale_d ? d[i] : 0.0f, products);
                        }
                      },
                      q.wgmma_committed});

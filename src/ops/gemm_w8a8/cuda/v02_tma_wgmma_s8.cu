@@ -1,0 +1,183 @@
+// gemm_w8a8 v02: Hopper's int8 data path (gemm_fp8 v02's, without the promotion). TMA copies each
+// 128 x 128 tile of A and of W into 128-byte-swizzled shared memory behind a 4-stage full/empty
+// mbarrier ring, and two warpgroups run wgmma m64n128k32 s8 on descriptors: where v01 spends an
+// ldmatrix per fragment and an IMMA per 16x8x32, the tensor core reads the tiles itself, 64x128x32 an
+// instruction. The int32 sums are exact, so one accumulator set runs over all of k, one stage's
+// wgmmas stay in flight while the next are issued, and the scales are applied once, in the epilogue.
+#include "cuda/ptx_sm90_fp8.h"
+#include "ops/gemm/cuda/hopper_tile.cuh"    // aligned_smem, kAlignSlack, device_cc
+#include "ops/gemm_w8a8/cuda/k32_tile.cuh"  // store_pair
+#include "ops/gemm_w8a8/gemm_w8a8.h"
+#include "ops/gpu_rowwise.h"
+
+namespace kl::KL_TARGET {
+
+namespace {
+constexpr int kBM = 128, kBN = 128, kBK = 128, kStages = 4, kThreads = 256;  // two consumer warpgroups of 64 rows
+static_assert(kBK == 128, "128-byte swizzle: a tile row of 128 one-byte elements is one swizzle row");
+static_assert(kBK % 32 == 0, "wgmma k32 steps");
+
+struct alignas(1024) Smem {
+  uint8_t a[kStages][kBM * kBK];  // int8 codes, 128-byte swizzled as TMA wrote them
+  uint8_t w[kStages][kBN * kBK];
+  uint64_t full[kStages], empty[kStages];
+};
+constexpr int kSmem = static_cast<int>(sizeof(Smem)) + gemm_hopper::kAlignSlack;
+
+struct Operands {
+  const float* __restrict__ sa;
+  const float* __restrict__ sw;
+  int m, n, k;
+};
+
+#if KL_PTX_SM90A
+constexpr int kStageBytes = (kBM + kBN) * kBK;  // 32 KiB: one byte an element
+
+// The stage ring: full[s] completes when both boxes of stage s have landed (one arrival and their
+// bytes), empty[s] when both consumer warpgroups have released it. k slice kt uses stage kt % kStages
+// in phase (kt / kStages) & 1. Thread 0 is the producer, and a consumer of warpgroup 0 besides.
+struct Ring {
+  Smem& s;
+  const CUtensorMap* map_a;
+  const CUtensorMap* map_w;
+  int m0, n0;
+
+  __device__ void init() const {
+    for (int i = 0; i < kStages; ++i) kl::ptx::mbarrier_init(&s.full[i], 1), kl::ptx::mbarrier_init(&s.empty[i], 2);
+    kl::ptx::fence_mbarrier_init();
+  }
+  __device__ void producer_issue(int kt) const {
+    const int st = kt % kStages;
+    kl::ptx::mbarrier_arrive_expect_tx(&s.full[st], kStageBytes);
+    kl::ptx::tma_load_2d(s.a[st], map_a, kt * kBK, m0, &s.full[st]);
+    kl::ptx::tma_load_2d(s.w[st], map_w, kt * kBK, n0, &s.full[st]);
+  }
+  __device__ void producer_wait_empty(int kt) const { kl::ptx::mbarrier_wait_parity(&s.empty[kt % kStages], (kt / kStages) & 1); }
+  __device__ void consumer_wait(int kt) const { kl::ptx::mbarrier_wait_parity(&s.full[kt % kStages], (kt / kStages) & 1); }
+  __device__ void consumer_release(int kt, int tid) const {
+    if (tid == 0) kl::ptx::mbarrier_arrive(&s.empty[kt % kStages]);
+  }
+};
+
+// Issues consumer c's 64 rows of stage st times its 128 W rows onto acc (acc = the product when
+// `first`) as one commit group: 4 k32 steps, the descriptors' start moving 32 bytes along the
+// swizzled rows (8-row atoms 1024 bytes apart). The caller waits for the group.
+__device__ __forceinline__ void issue_stage(Smem& s, int st, int c, int (&acc)[64], bool first) {
+  kl::ptx::wgmma_fence();
+  KL_UNROLL
+  for (int kk = 0; kk < kBK / 32; ++kk) {
+    const uint64_t da = kl::ptx::smem_descriptor(&s.a[st][c * 64 * kBK + kk * 32], 16, 1024, kl::ptx::Swizzle::b128);
+    const uint64_t dw = kl::ptx::smem_descriptor(&s.w[st][kk * 32], 16, 1024, kl::ptx::Swizzle::b128);
+    kl::ptx::wgmma_m64n128k32_s32_s8_ss(acc, da, dw, first && kk == 0 ? 0 : 1);
+  }
+  kl::ptx::wgmma_commit();
+}
+#endif
+
+// D (64 x 128 of a warpgroup at row0, col0) = float(acc) * sa[row] * sw[col], rounded once: thread
+// (warp w, lane 4g+t) holds acc[i] at row 16w + g + 8((i%4)/2), column 8(i/4) + 2t + i%2.
+template <class T>
+__device__ __forceinline__ void store_d(T* __restrict__ d, const Operands& o, int row0, int col0, const int (&acc)[64]) {
+  const int tid = threadIdx.x % 128, w = tid / 32, g = tid % 32 / 4, t = tid % 4;
+  const int r0 = row0 + 16 * w + g;
+  const float s0 = r0 < o.m ? o.sa[r0] : 0.0f, s1 = r0 + 8 < o.m ? o.sa[r0 + 8] : 0.0f;
+  KL_UNROLL
+  for (int i = 0; i < 64; i += 2) {
+    const int r = r0 + 8 * ((i % 4) / 2), col = col0 + 8 * (i / 4) + 2 * t;
+    const float s = i % 4 < 2 ? s0 : s1, w0 = col < o.n ? o.sw[col] : 0.0f, w1 = col + 1 < o.n ? o.sw[col + 1] : 0.0f;
+    k32_tile::store_pair(d, o.m, o.n, r, col, rowwise::from_f32<T>(float(acc[i]) * s * w0),
+                         rowwise::from_f32<T>(float(acc[i + 1]) * s * w1));
+  }
+}
+
+template <class T>
+__global__ void __launch_bounds__(kThreads, 1)
+    gemm_w8a8_tma_wgmma(const __grid_constant__ CUtensorMap map_a, const __grid_constant__ CUtensorMap map_w, Operands o,
+                        T* __restrict__ d) {
+#if KL_PTX_SM90A
+  KL_DYNAMIC_SHARED(unsigned char, raw);
+  Smem& s = *gemm_hopper::aligned_smem<Smem>(raw);
+  const int c = threadIdx.x / 128, tid = threadIdx.x % 128;
+  const Ring ring{s, &map_a, &map_w, static_cast<int>(blockIdx.y) * kBM, static_cast<int>(blockIdx.x) * kBN};
+  const int tiles = (o.k + kBK - 1) / kBK;  // k slices; TMA fills the columns past k with zeros
+  if (threadIdx.x == 0) {
+    ring.init();
+    for (int kt = 0; kt < kStages && kt < tiles; ++kt) ring.producer_issue(kt);
+  }
+  __syncthreads();
+  int acc[64];
+  for (int kt = 0; kt < tiles; ++kt) {
+    ring.consumer_wait(kt);
+    issue_stage(s, kt % kStages, c, acc, kt == 0);
+    kl::ptx::wgmma_wait<1>();  // slice kt - 1's wgmmas are done: its stage can be refilled
+    if (kt == 0) continue;
+    ring.consumer_release(kt - 1, tid);
+    if (threadIdx.x == 0 && kt - 1 + kStages < tiles) {
+      ring.producer_wait_empty(kt - 1);
+      ring.producer_issue(kt - 1 + kStages);
+    }
+  }
+  kl::ptx::wgmma_wait<0>();
+  kl::ptx::fence_operands(acc);
+  store_d(d, o, ring.m0 + 64 * c, ring.n0, acc);
+#endif
+}
+
+// An m x k (or n x k) int8 matrix as TMA boxes of 128 rows of 128 bytes, 128-byte swizzle, zeros outside.
+CUtensorMap tensor_map(const void* base, int rows, int k, int box_rows) {
+  CUtensorMap map;
+  const CUresult r = kl::ptx::encode_tensor_map_2d(&map, CU_TENSOR_MAP_DATA_TYPE_UINT8, base, uint64_t(k), uint64_t(rows),
+                                                   uint64_t(k), uint32_t(kBK), uint32_t(box_rows), CU_TENSOR_MAP_SWIZZLE_128B);
+  if (r != CUDA_SUCCESS) runtime_failure("cuTensorMapEncodeTiled failed (CUresult " + std::to_string(int(r)) + ")");
+  return map;
+}
+
+template <class T> void launch_as(const W8A8Params& p, const Args& x) {
+  allow_dynamic_smem<gemm_w8a8_tma_wgmma<T>>(kSmem);
+  const Operands o{static_cast<const float*>(x.in[p.kSa].data()), static_cast<const float*>(x.in[p.kSw].data()),
+                   static_cast<int>(p.m), static_cast<int>(p.n), static_cast<int>(p.k)};
+  const CUtensorMap map_a = tensor_map(x.in[p.kA].data(), o.m, o.k, kBM);
+  const CUtensorMap map_w = tensor_map(x.in[p.kW].data(), o.n, o.k, kBN);
+  const dim3 grid((p.n + kBN - 1) / kBN, (p.m + kBM - 1) / kBM);
+  KL_LAUNCH(gemm_w8a8_tma_wgmma<T>, grid, kThreads, kSmem, x.stream, map_a, map_w, o, static_cast<T*>(x.out[0].data()));
+}
+void launch(const W8A8Params& p, const Args& x) {
+  if (p.dtype == DType::f16) launch_as<__half>(p, x);
+  else launch_as<__nv_bfloat16>(p, x);
+}
+
+Reason supports(const W8A8Params& p) {
+  if (p.m > INT32_MAX / 2 || p.n > INT32_MAX / 2 || p.k > INT32_MAX / 2) return "m, n and k must fit in 31 bits";
+  if (p.m > int64_t(65535) * kBM) return "m beyond 65535 block rows of 128 (gridDim.y's limit)";
+  if (p.k % 16 != 0) return "k a multiple of 16: TMA needs the rows of A and W 16-byte aligned";
+  // The int32 sum of k products of at most 128 * 128 = 2^14 cannot wrap below 2^17 terms.
+  if (p.k > (int64_t{1} << 17)) return "k over 131072: the int32 sums of int8 products could wrap";
+  if (const int cc = gemm_hopper::device_cc(); cc != 0 && cc != 90)
+    return "a Hopper rung: wgmma with s8 and TMA need sm_90a, and this GPU is sm_" + std::to_string(cc);
+  return {};
+}
+}  // namespace
+
+KL_RUNGS {
+  Rung<W8A8Params> r{
+      .op = "gemm_w8a8",
+      .name = "cuda_tma_wgmma_s8",
+      .note = "Hopper: TMA loads 128x128 int8 tiles into 128-byte-swizzled shared memory behind a 4-stage full/empty "
+              "mbarrier ring, two warpgroups run wgmma m64n128k32 s8 on descriptors (no ldmatrix; a sixteenth of v01's "
+              "tensor instructions), one exact int32 accumulator set over all of k with a stage's "
+              "wgmmas in flight while the next are issued; the scales applied once, in the epilogue",
+      .supports = supports,
+      .configs = {{.name = "128x128x128_2wg_4stages",
+                   .threads = kThreads,
+                   .dynamic_smem = kSmem,
+                   .kernels = {{{KL_KERNEL(gemm_w8a8_tma_wgmma<__half>), KL_KERNEL(gemm_w8a8_tma_wgmma<__nv_bfloat16>)},
+                                {"wgmma.mma_async.sync.aligned.m64n128k32.s32.s8.s8", "cp.async.bulk.tensor.2d.shared::cluster.global",
+                                 "mbarrier.try_wait.parity"},
+                                {"IGMMA.64x128x32.S8.S8", "UTMALDG.2D", "SYNCS.PHASECHK.TRANS64.TRYWAIT"}}},
+                   .run = launch,
+                   .tiling = Tiling{.block_m = kBM, .block_n = kBN, .block_k = kBK, .warp_m = 64, .warp_n = kBN,  // a warpgroup's tile
+                                    .mma = "wgmma.m64n128k32", .mma_m = 64, .mma_n = 128, .mma_k = 32, .stages = kStages}}}};
+  return {variant_of(r)};
+}
+
+}  // namespace kl::KL_TARGET
