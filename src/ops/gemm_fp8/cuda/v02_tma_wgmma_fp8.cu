@@ -7,64 +7,20 @@
 // interval), times sa * sw with block scaling; a tensor scale is applied at the end. Without the
 // promotion the tensor-scaled sums missed fp16's tolerance at k = 10944 on an H200 (4.1e-3 against
 // 2.5e-3): the fp8 wgmma does not keep fp32's bits over a long k (the simulator's twin does).
-#include "cuda/ptx_sm90_fp8.h"
+#include "ops/gemm/cuda/hopper_ring8.cuh"
 #include "ops/gemm_fp8/cuda/dispatch.cuh"
 #include "ops/gemm_fp8/gemm_fp8.h"
-#include "ops/gemm/cuda/hopper_tile.cuh"  // aligned_smem, kAlignSlack, device_cc
 #include "ops/gemm_w8a8/cuda/k32_tile.cuh"  // store_pair
 #include "ops/gpu_rowwise.h"
 
 namespace kl::KL_TARGET {
 
 namespace {
-constexpr int kBM = 128, kBN = 128, kBK = 128, kStages = 4, kThreads = 256;  // two consumer warpgroups of 64 rows
+using namespace ring8;
 static_assert(kBK == Fp8Params::kBlock, "a stage is one 128-k scale block: the promotion runs once per stage");
-static_assert(kBK == 128, "128-byte swizzle: a tile row of 128 one-byte elements is one swizzle row");
 static_assert(kBN == Fp8Params::kBlock, "a block tile's columns share one W scale block");
-static_assert(kBK % 32 == 0, "wgmma k32 steps");
-
-struct alignas(1024) Smem {
-  uint8_t a[kStages][kBM * kBK];  // e4m3 codes, 128-byte swizzled as TMA wrote them
-  uint8_t w[kStages][kBN * kBK];
-  uint64_t full[kStages], empty[kStages];
-};
-constexpr int kSmem = static_cast<int>(sizeof(Smem)) + gemm_hopper::kAlignSlack;
-
-struct Operands {
-  const float* __restrict__ sa;
-  const float* __restrict__ sw;
-  int m, n, k;
-};
 
 #if KL_PTX_SM90A
-constexpr int kStageBytes = (kBM + kBN) * kBK;  // 32 KiB: one byte an element
-
-// The stage ring: full[s] completes when both boxes of stage s have landed (one arrival and their
-// bytes), empty[s] when both consumer warpgroups have released it. k slice kt uses stage kt % kStages
-// in phase (kt / kStages) & 1. Thread 0 is the producer, and a consumer of warpgroup 0 besides.
-struct Ring {
-  Smem& s;
-  const CUtensorMap* map_a;
-  const CUtensorMap* map_w;
-  int m0, n0;
-
-  __device__ void init() const {
-    for (int i = 0; i < kStages; ++i) kl::ptx::mbarrier_init(&s.full[i], 1), kl::ptx::mbarrier_init(&s.empty[i], 2);
-    kl::ptx::fence_mbarrier_init();
-  }
-  __device__ void producer_issue(int kt) const {
-    const int st = kt % kStages;
-    kl::ptx::mbarrier_arrive_expect_tx(&s.full[st], kStageBytes);
-    kl::ptx::tma_load_2d(s.a[st], map_a, kt * kBK, m0, &s.full[st]);
-    kl::ptx::tma_load_2d(s.w[st], map_w, kt * kBK, n0, &s.full[st]);
-  }
-  __device__ void producer_wait_empty(int kt) const { kl::ptx::mbarrier_wait_parity(&s.empty[kt % kStages], (kt / kStages) & 1); }
-  __device__ void consumer_wait(int kt) const { kl::ptx::mbarrier_wait_parity(&s.full[kt % kStages], (kt / kStages) & 1); }
-  __device__ void consumer_release(int kt, int tid) const {
-    if (tid == 0) kl::ptx::mbarrier_arrive(&s.empty[kt % kStages]);
-  }
-};
-
 // Consumer c's 64 rows of stage st times its 128 W rows into acc (acc = product when `fresh`): 4 k32
 // steps, the descriptors' start moving 32 bytes along the swizzled rows (8-row atoms 1024 bytes apart).
 __device__ __forceinline__ void multiply_stage(Smem& s, int st, int c, float (&acc)[64], bool fresh) {
@@ -135,15 +91,6 @@ __global__ void __launch_bounds__(kThreads, 1)
   }
   store_d(d, o, ring.m0 + 64 * c, ring.n0, total, kBlock ? 1.0f : o.sa[0] * o.sw[0]);
 #endif
-}
-
-// An m x k (or n x k) e4m3 matrix as TMA boxes of 128 rows of 128 bytes, 128-byte swizzle, zeros outside.
-CUtensorMap tensor_map(const void* base, int rows, int k, int box_rows) {
-  CUtensorMap map;
-  const CUresult r = kl::ptx::encode_tensor_map_2d(&map, CU_TENSOR_MAP_DATA_TYPE_UINT8, base, uint64_t(k), uint64_t(rows),
-                                                   uint64_t(k), uint32_t(kBK), uint32_t(box_rows), CU_TENSOR_MAP_SWIZZLE_128B);
-  if (r != CUDA_SUCCESS) runtime_failure("cuTensorMapEncodeTiled failed (CUresult " + std::to_string(int(r)) + ")");
-  return map;
 }
 
 template <class T, bool kBlock> void launch_as(const Fp8Params& p, const Args& x) {
