@@ -4,6 +4,7 @@
 // Inputs, in order: A_q, sa, W_q, sw; all four come from src/quant's symmetric int8 quantizer.
 #pragma once
 #include <cstddef>
+#include <climits>
 #include <cstdint>
 #include <vector>
 
@@ -23,5 +24,15 @@ struct W8A8Params {
 void w8a8_quantized_inputs(const Problem& p, std::vector<Tensor>& inputs);
 
 std::vector<Variant> gemm_w8a8_cpu_variants();
+
+// What both CUDA rungs refuse (their block tiles are 128 rows): sizes past 31 bits, more block rows
+// than gridDim.y holds, and a k at which the int32 sums could wrap.
+inline Reason int8_rung_sizes(const W8A8Params& p) {
+  if (p.m > INT32_MAX / 2 || p.n > INT32_MAX / 2 || p.k > INT32_MAX / 2) return "m, n and k must fit in 31 bits";
+  if (p.m > int64_t{65535} * 128) return "m beyond 65535 block rows of 128 (gridDim.y's limit)";
+  // The int32 sum of k products of at most 128 * 128 = 2^14 cannot wrap below 2^17 terms.
+  if (p.k > (int64_t{1} << 17)) return "k over 131072: the int32 sums of int8 products could wrap";
+  return {};
+}
 
 }  // namespace kl

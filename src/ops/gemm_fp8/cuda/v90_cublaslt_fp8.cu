@@ -126,6 +126,13 @@ bool try_formulation(Plan& q, const Fp8Params& p, Formulation f, const void* act
 
 constexpr Formulation kBlockOrder[] = {Formulation::activations_a_row_d, Formulation::activations_a_col_d, Formulation::weights_a};
 
+// The first formulation of kBlockOrder the heuristic takes, into q; false when none does.
+bool try_block_formulations(Plan& q, const Fp8Params& p, const void* act_scale, const void* w_scale) {
+  for (Formulation f : kBlockOrder)
+    if (try_formulation(q, p, f, act_scale, w_scale)) return true;
+  return false;
+}
+
 const Plan& plan_for(const Fp8Params& p, const void* act_scale, const void* w_scale) {
   static Plan plan;
   if (plan.fits(p)) return plan;
@@ -135,13 +142,9 @@ const Plan& plan_for(const Fp8Params& p, const void* act_scale, const void* w_sc
     if (!try_formulation(q, p, Formulation::weights_a, act_scale, w_scale))
       runtime_failure("cublasLtMatmulAlgoGetHeuristic found no fp8 algorithm for this gemm");
   } else {
-    const Formulation* order = kBlockOrder;
-    bool found = false;
-    for (Formulation f : kBlockOrder)
-      if (!found) found = try_formulation(q, p, f, act_scale, w_scale);
-    if (!found)
+    if (!try_block_formulations(q, p, act_scale, w_scale))
       runtime_failure(std::string("cublasLtMatmulAlgoGetHeuristic found no block-scaled fp8 algorithm for this gemm in any of ") +
-                      name_of(order[0]) + ", " + name_of(order[1]) + " and " + name_of(order[2]));
+                      name_of(kBlockOrder[0]) + ", " + name_of(kBlockOrder[1]) + " and " + name_of(kBlockOrder[2]));
     std::fprintf(stderr, "cublaslt_fp8: block scales as %s\n", name_of(q.form));
   }
   plan = q;
@@ -206,11 +209,9 @@ bool library_takes_block(const Fp8Params& p) {
     check_cuda(cudaMalloc(&b, 256), "cudaMalloc");
     return b;
   }();
-  bool any = false;
-  for (Formulation f : kBlockOrder) {
-    Plan q{p.m, p.n, p.k, p.dtype, true};
-    if (!any && try_formulation(q, p, f, placeholder, placeholder)) any = true, q.release();
-  }
+  Plan q{p.m, p.n, p.k, p.dtype, true};
+  const bool any = try_block_formulations(q, p, placeholder, placeholder);
+  if (any) q.release();
   return known[key] = any;
 }
 

@@ -47,13 +47,7 @@ void launch(const W8A8Params& p, const Args& x) {
   else launch_as<__nv_bfloat16>(p, x);
 }
 
-Reason supports(const W8A8Params& p) {
-  if (p.m > INT32_MAX / 2 || p.n > INT32_MAX / 2 || p.k > INT32_MAX / 2) return "m, n and k must fit in 31 bits";
-  if (p.m > int64_t(65535) * kBM) return "m beyond 65535 block rows of 128 (gridDim.y's limit)";
-  // The int32 sum of k products of at most 128 * 128 = 2^14 cannot wrap below 2^17 terms.
-  if (p.k > (int64_t{1} << 17)) return "k over 131072: the int32 sums of int8 products could wrap";
-  return {};
-}
+static_assert(kBM == 128, "int8_rung_sizes counts block rows of 128");
 }  // namespace
 
 KL_RUNGS {
@@ -62,7 +56,7 @@ KL_RUNGS {
       .name = "cuda_mma_s8",
       .note = "int8 tensor cores: mma.sync m16n8k32 s8 with exact int32 sums, fragments by ldmatrix from swizzled tiles "
               "that a 4-stage cp.async pipeline fills; the per-token and per-channel scales applied once, in the epilogue",
-      .supports = supports,
+      .supports = int8_rung_sizes,
       .configs = {{.name = "128x128x64_w64x32_4stages",
                    .threads = kThreads,
                    .dynamic_smem = kSmem,

@@ -93,12 +93,11 @@ void launch(const W8A8Params& p, const Args& x) {
   else launch_as<__nv_bfloat16>(p, x);
 }
 
+static_assert(kBM == 128, "int8_rung_sizes counts block rows of 128");
+
 Reason supports(const W8A8Params& p) {
-  if (p.m > INT32_MAX / 2 || p.n > INT32_MAX / 2 || p.k > INT32_MAX / 2) return "m, n and k must fit in 31 bits";
-  if (p.m > int64_t(65535) * kBM) return "m beyond 65535 block rows of 128 (gridDim.y's limit)";
+  if (Reason why = int8_rung_sizes(p)) return why;
   if (p.k % 16 != 0) return "k a multiple of 16: TMA needs the rows of A and W 16-byte aligned";
-  // The int32 sum of k products of at most 128 * 128 = 2^14 cannot wrap below 2^17 terms.
-  if (p.k > (int64_t{1} << 17)) return "k over 131072: the int32 sums of int8 products could wrap";
   if (const int cc = gemm_hopper::device_cc(); cc != 0 && cc != 90)
     return "a Hopper rung: wgmma with s8 and TMA need sm_90a, and this GPU is sm_" + std::to_string(cc);
   return {};
