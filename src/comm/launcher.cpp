@@ -47,7 +47,10 @@ int launcher_world_size() {
 void relaunch_under_mpirun(int ranks) {
   char exe[4096] = {};
   if (readlink("/proc/self/exe", exe, sizeof exe - 1) <= 0) runtime_failure("cannot read /proc/self/exe to start mpirun");
-  std::vector<std::string> args = {"mpirun", "-np", std::to_string(ranks)};
+  // After a rank dies mpirun sends SIGCONT, SIGTERM a timeout later and SIGKILL one more later (1 s
+  // by default): on a crowded host too little for every survivor to reach the collective the dead
+  // rank never entered and dump its flight recorder (a CI run lost rank 0's dump so).
+  std::vector<std::string> args = {"mpirun", "-np", std::to_string(ranks), "--mca", "odls_base_sigkill_timeout", "3"};
   if (geteuid() == 0) args.push_back("--allow-run-as-root");
   if (ranks > int(std::thread::hardware_concurrency()))
     args.insert(args.end(), {"--oversubscribe", "--bind-to", "none", "--mca", "mpi_yield_when_idle", "1"});

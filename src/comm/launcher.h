@@ -1,7 +1,8 @@
 // Started by mpirun (like nccl-tests) or starting it: without an MPI launcher's environment,
 // kernelab replaces itself by `mpirun -np N kernelab <the same arguments>`, as root when root
 // (--allow-run-as-root), oversubscribed when N exceeds the cores (--oversubscribe, ranks yield
-// instead of spinning, unbound).
+// instead of spinning, unbound), with 3 s, not 1, between the signals mpirun sends the others
+// when a rank dies (odls_base_sigkill_timeout) so that each can dump its flight recorder.
 #pragma once
 
 namespace kl::comm {

@@ -1,6 +1,7 @@
 // The watchdog: a thread per rank that never calls MPI. It ends the process (exit 1) when the
 // collective in flight, or a guarded wait outside the collectives (the run's start and end
-// barriers, the bench's own reductions), has waited longer than the timeout, or when the launcher
+// barriers, the bench's own reductions), has waited longer than the timeout, or waits for a rank
+// of the host whose process is gone (the status board shows it behind), or when the launcher
 // sends SIGTERM or SIGINT (mpirun does, once another rank has died), after printing who it waits
 // for and dumping the flight recorder to DUMP_DIR/rank-R.json. A blocked MPI call therefore never
 // outlives it.
@@ -55,6 +56,7 @@ class Watchdog {
   std::optional<Wait> waiting() const;
   void loop();
   [[noreturn]] void fail(const std::string& reason);
+  std::optional<int> dead_rank_behind(const std::optional<Record>& in_flight) const;
   std::string not_heard_from(uint64_t seq) const;
   std::string behind_me() const;
 

@@ -57,6 +57,10 @@ TEST(CommFaults, CrashOnRankTwoIsNamedByEverySurvivorAndTheDoctor) {
   const MpiResult r = faulty_run("rank=2,crash,at=4", dir);
   EXPECT_LT(r.seconds, 30) << r.err;
   expect_survivors_gave_up_in_time(r, dir);
+  for (int rank : {0, 1, 3}) {  // each saw rank 2's process end on the board, before its own timeout
+    const nlohmann::json j = nlohmann::json::parse(read_all(dir / ("rank-" + std::to_string(rank) + ".json")));
+    EXPECT_EQ(j["reason"], "rank 2's process ended while this rank waited") << rank;
+  }
   EXPECT_FALSE(std::filesystem::exists(dir / "rank-2.json"));
   const MpiResult d = run_mpi("comm doctor --json '" + dir.string() + "'", 30);
   ASSERT_EQ(d.code, 1) << d.err;
