@@ -35,6 +35,7 @@ TEST(CommInject, ParsesTheThreeKindsAndNamesWhatIsWrong) {
   EXPECT_FALSE(end.at);
   EXPECT_EQ(comm::injection_text(end), "rank 1 hangs before the end barrier");
   EXPECT_EQ(comm::parse_injection("rank=0,crash,at=start", 4).point, comm::Injection::Point::start);
+  EXPECT_EQ(comm::injection_text(comm::parse_injection("rank=3,hang,at=init", 4)), "rank 3 hangs before MPI_Init");
   EXPECT_NE(bad_input_message([] { comm::parse_injection("rank=1,hang,at=middle", 4); }).find("at=middle"), std::string::npos);
 }
 

@@ -86,8 +86,8 @@ void add_run_flags(CLI::App& cmd, RunFlags& f, bool traced) {
   cmd.add_option("--ranks", f.ranks, "MPI processes to start when not under mpirun (default 2)");
   cmd.add_option("--timeout", f.timeout_s, "seconds a collective may wait before the watchdog names who is missing and exits 1");
   cmd.add_option("--inject", f.inject,
-                 "fault: rank=R,delay_ms=T[,at=SEQ] | rank=R,crash[,at=SEQ] | rank=R,hang[,at=SEQ]; at=start or at=end: "
-                 "before the run's start or end barrier");
+                 "fault: rank=R,delay_ms=T[,at=SEQ] | rank=R,crash[,at=SEQ] | rank=R,hang[,at=SEQ]; at=init, at=start or at=end: "
+                 "before MPI_Init or the run's start or end barrier");
   cmd.add_option("--dump-dir", f.dump_dir, "folder for the flight-recorder dumps and the status board (default: a new temporary folder)");
   cmd.add_option("--slice-bytes", f.slice_bytes, "bytes per message of the pipelined ring (default 4 MiB)");
 }

@@ -39,15 +39,15 @@ Injection parse_injection(const std::string& spec, int ranks) {
       have_rank = true;
     } else if (key == "delay_ms" && eq != std::string::npos) {
       inj.kind = Injection::Kind::delay, inj.delay_ms = parse_int(spec, key, value), have_kind = true;
-    } else if (key == "at" && (value == "start" || value == "end")) {
-      inj.point = value == "start" ? Injection::Point::start : Injection::Point::end;
+    } else if (key == "at" && (value == "init" || value == "start" || value == "end")) {
+      inj.point = value == "init" ? Injection::Point::init : value == "start" ? Injection::Point::start : Injection::Point::end;
     } else if (key == "at" && eq != std::string::npos) {
       inj.at = uint64_t(parse_int(spec, key, value));
       if (*inj.at == 0) bad_input(fmt::format("--inject {}: at=0: sequence numbers start at 1", spec));
     } else if (part == "crash" || part == "hang") {
       inj.kind = part == "crash" ? Injection::Kind::crash : Injection::Kind::hang, have_kind = true;
     } else {
-      bad_input(fmt::format("--inject {}: unknown part '{}' (rank=R, delay_ms=T, at=SEQ|start|end, crash, hang)", spec, part));
+      bad_input(fmt::format("--inject {}: unknown part '{}' (rank=R, delay_ms=T, at=SEQ|init|start|end, crash, hang)", spec, part));
     }
   }
   if (!have_rank) bad_input(fmt::format("--inject {}: rank=R is missing", spec));
@@ -58,7 +58,8 @@ Injection parse_injection(const std::string& spec, int ranks) {
 }
 
 std::string injection_text(const Injection& inj) {
-  const std::string at = inj.point == Injection::Point::start ? " before the start barrier"
+  const std::string at = inj.point == Injection::Point::init    ? " before MPI_Init"
+                         : inj.point == Injection::Point::start ? " before the start barrier"
                          : inj.point == Injection::Point::end ? " before the end barrier"
                          : inj.at ? fmt::format(" before seq {}", *inj.at) : " before every collective";
   if (inj.kind == Injection::Kind::delay) return fmt::format("rank {} delayed {} ms{}", inj.rank, inj.delay_ms, at);

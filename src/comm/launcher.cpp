@@ -37,6 +37,12 @@ std::vector<std::string> own_arguments() {  // argv as the kernel keeps it
 
 }  // namespace
 
+int launcher_world_rank() {
+  for (const char* name : {"OMPI_COMM_WORLD_RANK", "PMIX_RANK", "PMI_RANK"})
+    if (const char* v = getenv(name)) return std::atoi(v);
+  return -1;
+}
+
 bool under_mpi_launcher() { return launcher_size_env() != nullptr; }
 
 int launcher_world_size() {

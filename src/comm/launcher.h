@@ -9,6 +9,7 @@ namespace kl::comm {
 
 bool under_mpi_launcher();
 int launcher_world_size();  // 0 when not under a launcher
+int launcher_world_rank();  // this process's rank as the launcher set it before MPI_Init; -1 when not under one
 [[noreturn]] void relaunch_under_mpirun(int ranks);  // RuntimeFailure when mpirun cannot start
 
 }  // namespace kl::comm

@@ -8,6 +8,7 @@
 #include <cstring>
 #include <filesystem>
 
+#include "comm/launcher.h"
 #include "comm/mpi_peer.h"
 #include "kernelab/error.h"
 
@@ -40,12 +41,18 @@ std::string shared_dump_dir(const std::string& wanted, int rank) {
 
 Session::Session(SessionOptions opt) : opt_(std::move(opt)) {
   block_termination_signals();
-  int provided = 0;
-  MPI_Init_thread(nullptr, nullptr, MPI_THREAD_FUNNELED, &provided);
-  MPI_Comm_rank(MPI_COMM_WORLD, &rank_);
-  MPI_Comm_size(MPI_COMM_WORLD, &size_);
-  // The broadcast of the folder's name orders rank 0's clean-up of an old board before any rank maps the new one.
-  dump_dir_ = shared_dump_dir(opt_.dump_dir, rank_);
+  {
+    StartupWatch watch(launcher_world_rank(), opt_.timeout_s);
+    apply_injections(opt_.injections, launcher_world_rank(), Injection::Point::init);
+    watch.enter("in MPI_Init");
+    int provided = 0;
+    MPI_Init_thread(nullptr, nullptr, MPI_THREAD_FUNNELED, &provided);
+    MPI_Comm_rank(MPI_COMM_WORLD, &rank_);
+    MPI_Comm_size(MPI_COMM_WORLD, &size_);
+    // The broadcast of the folder's name orders rank 0's clean-up of an old board before any rank maps the new one.
+    watch.enter("in the broadcast of the dump folder's name");
+    dump_dir_ = shared_dump_dir(opt_.dump_dir, rank_);
+  }
   transport_ = std::make_unique<MpiTransport>(MPI_COMM_WORLD);
   board_ = std::make_unique<StatusBoard>(dump_dir_, rank_, size_);
   watchdog_ = std::make_unique<Watchdog>(DumpInfo{rank_, size_, dump_dir_, opt_.timeout_s, opt_.run}, recorder_, *board_);

@@ -77,6 +77,35 @@ std::optional<int> Watchdog::dead_rank_behind(const std::optional<Record>& r) co
   return std::nullopt;
 }
 
+StartupWatch::StartupWatch(int rank, double timeout_s)
+    : rank_(rank), timeout_s_(timeout_s), start_us_(wall_us()), thread_([this] { loop(); }) {}
+
+StartupWatch::~StartupWatch() {
+  stop_ = true;
+  thread_.join();
+}
+
+void StartupWatch::loop() {
+  const sigset_t signals = termination_signals();
+  const timespec tick{0, 20'000'000};  // its stop waits for a tick: every run pays up to one
+  while (!stop_) {
+    const int sig = sigtimedwait(&signals, nullptr, &tick);
+    const double waited_s = double(wall_us() - start_us_) / 1e6;
+    if (sig <= 0 && waited_s <= timeout_s_) continue;
+    const std::string rank = rank_ < 0 ? "rank ?" : fmt::format("rank {}", rank_);
+    const std::string reason = sig == SIGTERM ? "terminated by SIGTERM (the launcher ends the job)"
+                               : sig == SIGINT ? "terminated by SIGINT"
+                                               : fmt::format("timeout: waited more than {:g} s", timeout_s_);
+    std::fprintf(stderr,
+                 "kernelab comm: %s: %s %s, at start-up, after %.1f s; MPI_Init waits for every rank, so one that "
+                 "never started, died or hangs before it holds the others there (its own message says 'before "
+                 "MPI_Init'); no status board yet, and no dump\n",
+                 rank.c_str(), reason.c_str(), phase_.load(), waited_s);
+    std::fflush(stderr);
+    _exit(1);
+  }
+}
+
 Watchdog::Guard::Guard(Watchdog& w, std::string what) : w_(w) {
   std::lock_guard lock(w_.wait_mutex_);
   w_.wait_ = Wait{std::move(what), wall_us()};

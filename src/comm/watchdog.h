@@ -69,6 +69,27 @@ class Watchdog {
   std::thread thread_;
 };
 
+// The watch over start-up, before the board exists: MPI_Init (which waits for every rank) and the
+// broadcast of the dump folder's name. Past the timeout, or on SIGTERM or SIGINT, it prints where
+// the rank waited and ends the process (exit 1). It writes no dump: there is no folder or board yet.
+class StartupWatch {
+ public:
+  StartupWatch(int rank, double timeout_s);  // rank: the launcher's, -1 when unknown
+  ~StartupWatch();
+  StartupWatch(const StartupWatch&) = delete;
+  StartupWatch& operator=(const StartupWatch&) = delete;
+  void enter(const char* phase) { phase_ = phase; }  // "in MPI_Init": a string that outlives the watch
+
+ private:
+  void loop();
+  std::atomic<const char*> phase_{"before MPI_Init"};
+  int rank_;
+  double timeout_s_;
+  int64_t start_us_;
+  std::atomic<bool> stop_{false};
+  std::thread thread_;
+};
+
 std::string dump_path(const std::string& dir, int rank);
 
 }  // namespace kl::comm

@@ -120,6 +120,20 @@ TEST(CommFaults, HangBeforeTheStartBarrierIsNamed) { expect_barrier_hang_named("
 
 TEST(CommFaults, HangBeforeTheEndBarrierIsNamed) { expect_barrier_hang_named("end", "running, entered up to seq 12"); }
 
+// Before the board exists: rank 2 hangs before MPI_Init, where the others wait for it. Each
+// survivor gives up after the timeout saying it waited in MPI_Init; rank 2's own message says
+// where it was (its timeout or mpirun's SIGTERM, whichever comes first).
+TEST(CommFaults, HangBeforeMpiInitIsNamed) {
+  const MpiResult r = faulty_run("rank=2,hang,at=init", mpi_scratch("init"));
+  EXPECT_NE(r.code, 0);
+  EXPECT_LT(r.seconds, 30) << r.err;
+  for (int rank : {0, 1, 3})
+    EXPECT_NE(r.err.find("kernelab comm: rank " + std::to_string(rank) + ": timeout: waited more than 3 s in MPI_Init, at start-up"),
+              std::string::npos) << r.err;
+  EXPECT_NE(r.err.find("before MPI_Init, at start-up"), std::string::npos) << r.err;
+  EXPECT_EQ(r.err.find("kernelab comm: rank 2: timeout: waited more than 3 s in MPI_Init"), std::string::npos) << r.err;
+}
+
 TEST(CommFaults, DoctorRefusesAFolderWithoutDumps) {
   const MpiResult d = run_mpi("comm doctor '" + mpi_scratch("empty").string() + "'", 30);
   EXPECT_EQ(d.code, 2);
