@@ -210,6 +210,8 @@ void add_comm_overlap(CLI::App& comm_cmd) {
   cmd->add_option("--buckets", o->buckets, "buckets, each all-reduced once its compute is done (default 4)");
   cmd->add_option("--compute-ms", o->compute_ms, "compute per bucket in ms (default 20)");
   cmd->add_option("--repeats", o->repeats, "measurements, the median reported (default 3)");
+  auto algo = std::make_shared<std::string>("library");
+  cmd->add_option("--algo", *algo, "library (MPI_Iallreduce, default), or ring or tree (own, on a communication thread)");
   cmd->add_flag("--json", o->json, "one JSON object");
   add_run_flags(*cmd, *run, true);
   cmd->callback([=] {
@@ -218,8 +220,10 @@ void add_comm_overlap(CLI::App& comm_cmd) {
       bad_input(fmt::format("--buckets {}: from 1 to one float per bucket", o->buckets));
     if (!(o->compute_ms > 0) || o->compute_ms > 10000) bad_input(fmt::format("--compute-ms {}: from above 0 to 10000", o->compute_ms));
     if (o->repeats < 1) bad_input(fmt::format("--repeats {}: at least 1", o->repeats));
-    comm::Session s(session_options(*run, {{"command", "overlap"}}));
-    comm::run_overlap(s, *o);
+    o->algo = parse_algos(Collective::allreduce, *algo).at(0);
+    if (algo->find(',') != std::string::npos) bad_input(fmt::format("--algo {}: one algorithm", *algo));
+    comm::Session s(session_options(*run, {{"command", "overlap"}, {"algo", comm::algo_name(o->algo)}}));
+    if (const int code = comm::run_overlap(s, *o)) throw CLI::RuntimeError(code);
   });
 }
 

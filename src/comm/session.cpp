@@ -46,7 +46,8 @@ Session::Session(SessionOptions opt) : opt_(std::move(opt)) {
     apply_injections(opt_.injections, launcher_world_rank(), Injection::Point::init);
     watch.enter("in MPI_Init");
     int provided = 0;
-    MPI_Init_thread(nullptr, nullptr, MPI_THREAD_FUNNELED, &provided);
+    MPI_Init_thread(nullptr, nullptr, MPI_THREAD_SERIALIZED, &provided);
+    thread_level_ = provided;
     MPI_Comm_rank(MPI_COMM_WORLD, &rank_);
     MPI_Comm_size(MPI_COMM_WORLD, &size_);
     // The broadcast of the folder's name orders rank 0's clean-up of an old board before any rank maps the new one.

@@ -1,4 +1,5 @@
-// One rank's side of a run under mpirun: MPI started with the termination signals left to the
+// One rank's side of a run under mpirun: MPI started (MPI_THREAD_SERIALIZED: one thread calls it at
+// a time, not always the main one) with the termination signals left to the
 // watchdog, the dump folder every rank shares (rank 0 names it), the status board, the flight
 // recorder, and run(), which numbers each collective, applies the injected faults, records it and
 // dispatches it to an own algorithm on the MPI transport or to the MPI library.
@@ -39,6 +40,8 @@ class Session {
   Session& operator=(const Session&) = delete;
 
   int rank() const { return rank_; }
+  // MPI's thread level: MPI_THREAD_SERIALIZED (asked for) lets `comm overlap`'s communication thread make the calls.
+  int thread_level() const { return thread_level_; }
   int size() const { return size_; }
   MPI_Comm comm() const { return MPI_COMM_WORLD; }
   const std::string& dump_dir() const { return dump_dir_; }
@@ -58,7 +61,7 @@ class Session {
   void run_library(Collective c, const std::byte* in, std::byte* out, std::size_t block, DType t, RedOp op);
 
   SessionOptions opt_;
-  int rank_ = 0, size_ = 1;
+  int rank_ = 0, size_ = 1, thread_level_ = MPI_THREAD_SINGLE;
   uint64_t seq_ = 0;
   std::string dump_dir_;
   FlightRecorder recorder_;

@@ -5,6 +5,7 @@
 // "compute". Times are the flight recorder's wall-clock microseconds, so one host's ranks line up.
 #pragma once
 #include <cstdint>
+#include <mutex>
 #include <nlohmann/json.hpp>
 #include <string>
 
@@ -14,6 +15,7 @@ namespace kl::comm {
 
 class TraceLog {
  public:
+  // Thread-safe: `comm overlap`'s communication thread records collectives while the main thread records compute.
   // tid: the track (collectives that overlap one another, as non-blocking ones do, need their own).
   void collective(const Record& r, int tid = 1);
   void compute(int64_t start_us, int64_t end_us, nlohmann::json args);
@@ -21,6 +23,7 @@ class TraceLog {
   void write(const std::string& dir, int rank, int size) const;
 
  private:
+  mutable std::mutex mutex_;
   nlohmann::json events_ = nlohmann::json::array();
 };
 

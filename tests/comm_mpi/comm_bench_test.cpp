@@ -137,6 +137,34 @@ TEST(CommOverlap, ReportsExposedCommunicationAndTheOverlapRatio) {
   for (const char* key : {"compute_s", "allreduce_s", "back_to_back_s", "overlapped_s"}) EXPECT_GT(j[key].get<double>(), 0) << key;
   EXPECT_NEAR(j["exposed_comm_s"].get<double>(), std::max(0.0, j["overlapped_s"].get<double>() - j["compute_s"].get<double>()), 1e-12);
   EXPECT_LE(j["overlap_ratio"].get<double>(), 1.0);
+  EXPECT_EQ(j["wrong"], 0);
+}
+
+// The own ring overlapped through a communication thread: every all-reduce, the overlapped ones
+// included, went through the session (numbered, recorded with algo ring, on the board), and the
+// overlapped results are the sum over the ranks.
+TEST(CommOverlap, OwnRingRunsOnACommunicationThread) {
+  const std::filesystem::path dir = mpi_scratch("overlap-ring");
+  const MpiResult r = run_mpi("comm overlap --algo ring --ranks 3 --bytes 3M --buckets 3 --compute-ms 5 --repeats 1 --json "
+                              "--timeout 60 --dump-dir '" + dir.string() + "'");
+  ASSERT_EQ(r.code, 0) << r.err;
+  const nlohmann::json j = nlohmann::json::parse(r.out);
+  EXPECT_EQ(j["algo"], "ring");
+  EXPECT_EQ(j["wrong"], 0);
+  EXPECT_NEAR(j["exposed_comm_s"].get<double>(), std::max(0.0, j["overlapped_s"].get<double>() - j["compute_s"].get<double>()), 1e-12);
+  for (int rank = 0; rank < 3; ++rank) {
+    const nlohmann::json d = nlohmann::json::parse(read_all(dir / ("rank-" + std::to_string(rank) + ".json")));
+    EXPECT_EQ(d["reason"], "finished");
+    // (1 warm-up + 1 repeat) x (3 alone + 3 back to back + 3 overlapped) ring all-reduces; the
+    // barriers and the reductions of times are guarded waits, not collectives
+    const nlohmann::json& records = d["records"];
+    ASSERT_EQ(records.size(), 18u) << rank;
+    for (std::size_t i = 0; i < records.size(); ++i) {
+      EXPECT_EQ(records[i]["algo"], "ring");
+      EXPECT_EQ(records[i]["seq"], i + 1);
+      EXPECT_EQ(records[i]["bytes"], 1 << 20);
+    }
+  }
 }
 
 }  // namespace kl::test
