@@ -9,7 +9,7 @@ namespace kl::cli {
 namespace {
 struct CheckFlags {
   std::vector<std::string> ops, variants, configs;
-  std::string backend;
+  std::string backend, rung_file;
   bool json = false;
   uint64_t seed = 1;
   ProblemFlags problem;
@@ -62,11 +62,20 @@ void add_check(CLI::App& app) {
   sub->add_option("ops", f.ops, "ops to check (default: all)");
   sub->add_option("--backend", f.backend, "cpu, cuda or sim (default: every backend present)");
   sub->add_option("--variant", f.variants, "variants to check (default: all)")->delimiter(',');
+  sub->add_option("--rung", f.rung_file, "a rung file of your own (FILE.cu, written as src/ops/*/cuda/*.cu are), checked in the simulator");
   sub->add_option("--config", f.configs, "configs to check (default: all)")->delimiter(',');
   sub->add_option("--seed", f.seed, "base seed of the random inputs");
   sub->add_flag("--json", f.json, "print one JSON object");
   f.problem.attach(*sub);
   sub->callback([] {
+    if (!f.rung_file.empty()) {  // the file's rungs, on the simulator, unless --variant names others too
+      if (f.ops.size() > 1) bad_input("--rung: name one op, or none (the file declares it)");
+      if (!f.backend.empty() && f.backend != "sim") bad_input("--rung: a rung file runs in the simulator (--backend sim)");
+      const LoadedRungs loaded = load_rung_file(f.rung_file, f.ops.empty() ? "" : f.ops.front(), false);
+      f.ops = {loaded.op->name};
+      if (f.variants.empty()) f.variants = loaded.names;
+      if (f.backend.empty()) f.backend = "sim";
+    }
     std::vector<const Op*> chosen;
     for (const std::string& n : f.ops) chosen.push_back(&find_op(n));
     if (f.ops.empty())

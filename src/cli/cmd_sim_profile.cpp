@@ -83,6 +83,8 @@ void add_sim_profile(CLI::App& sim) {
   static std::string op_name;
   sub->add_option("op", op_name, "the op (kernelab list)")->required();
   sub->add_option("--variant", variants, "rungs to profile (default: every CUDA rung)")->delimiter(',');
+  static std::string rung_file;
+  sub->add_option("--rung", rung_file, "a rung file of your own (FILE.cu, written as src/ops/*/cuda/*.cu are), profiled beside the others");
   sub->add_option("--config", configs, "configs to profile (default: every config)")->delimiter(',');
   sub->add_option("--gpu", gpu_id, "the GPU whose L2 size, bandwidth and clocks the model uses (kernelab specs)");
   sub->add_option("--sample-blocks", sample_blocks, "count only the first N blocks of each launch and scale (0: all)");
@@ -91,6 +93,7 @@ void add_sim_profile(CLI::App& sim) {
   sub->add_flag("--vs-plain", vs_plain, "also time each rung's plain simulated run: the profiler's cost as a ratio");
   problem.attach(*sub);
   sub->callback([] {
+    if (!rung_file.empty()) load_rung_file(rung_file, op_name, true);
     const Op& op = find_op(op_name);
     const GpuSpec& gpu = find_gpu(gpu_id);
     const Problem p = problem.problem(op);

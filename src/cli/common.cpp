@@ -1,10 +1,15 @@
 #include "cli/common.h"
 
+#include <dlfcn.h>
+
 #include <algorithm>
 #include <fmt/format.h>
 #include <set>
 
 #include "kernelab/error.h"
+#if KERNELAB_HAVE_SIM
+#include "sim/run/driver.h"
+#endif
 
 namespace kl::cli {
 
@@ -124,6 +129,31 @@ void check_config_names(const Op& op, const std::vector<const Variant*>& variant
       }
     if (!found) bad_input(fmt::format("no chosen variant of {} has config '{}' (variant:config pairs: {})", op.name, n, known));
   }
+}
+
+LoadedRungs load_rung_file(const std::string& file, const std::string& op_name, bool profile) {
+#if !KERNELAB_HAVE_SIM
+  (void)op_name, (void)profile;
+  bad_input(fmt::format("--rung {}: this build has no simulator to build it for (the CUDA toolkit's headers were not found)", file));
+#else
+  auto entry = [&](const std::string& library, const char* symbol) {
+    void* handle = dlopen(library.c_str(), RTLD_NOW | RTLD_LOCAL);  // kept open: its code runs until we exit
+    if (!handle) runtime_failure(fmt::format("--rung {}: cannot load its build {}: {}", file, library, dlerror()));
+    void* fn = dlsym(handle, symbol);
+    if (!fn) bad_input(fmt::format("--rung {}: it declares no rungs (a KL_RUNGS block, as src/ops/*/cuda/*.cu have)", file));
+    return reinterpret_cast<RungFile>(fn);
+  };
+  const RungFile sim = entry(sim::build_rung_library(file, false), "_ZN2kl7sim_ops9rung_userEv");  // kl::sim_ops::rung_user()
+  const RungFile prof = profile ? entry(sim::build_rung_library(file, true), "_ZN2kl11sim_profile9rung_userEv") : nullptr;
+  LoadedRungs out;
+  for (const Variant& v : add_user_rungs(sim, prof, file)) {
+    if (!op_name.empty() && v.op != op_name) bad_input(fmt::format("--rung {}: its rung {} is of op {}, not {}", file, v.name, v.op, op_name));
+    if (out.op && out.op->name != v.op) bad_input(fmt::format("--rung {}: its rungs declare two ops, {} and {}", file, out.op->name, v.op));
+    out.op = &find_op(v.op);
+    out.names.push_back(v.name);
+  }
+  return out;
+#endif
 }
 
 std::string format_seconds(double s) {

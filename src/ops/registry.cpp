@@ -24,7 +24,6 @@
 namespace kl {
 
 namespace {
-using RungFile = std::vector<Variant> (*)();
 
 // The variants of one rung file: the nvcc build's, with the simulator build's launchers and kernel
 // addresses added; or the simulator's alone, whose `run` then says there is no CUDA backend.
@@ -106,11 +105,29 @@ std::vector<Op> make_ops() {
       runtime_failure(fmt::format("rung {} ({}) declares op '{}', which is not registered", v.name, v.source, v.op));
   return ops;
 }
+
+std::vector<Op>& mutable_registry() {
+  static std::vector<Op> ops = make_ops();
+  return ops;
+}
 }  // namespace
 
-const std::vector<Op>& registry() {
-  static const std::vector<Op> ops = make_ops();
-  return ops;
+const std::vector<Op>& registry() { return mutable_registry(); }
+
+std::vector<Variant> add_user_rungs(RungFile sim, RungFile sim_profile, const std::string& file) {
+  std::vector<Variant> rungs;
+  add_rung_file(rungs, nullptr, sim, sim_profile, file.c_str());
+  if (rungs.empty()) bad_input(fmt::format("--rung {}: its KL_RUNGS block returns no rung", file));
+  for (Variant& v : rungs) {
+    v.source = file;
+    for (Config& c : v.configs)
+      c.run = [file](const Problem&, const Args&) { runtime_failure(fmt::format("--rung {}: a rung file runs in the simulator (--backend sim)", file)); };
+    const auto op = std::find_if(mutable_registry().begin(), mutable_registry().end(), [&](const Op& o) { return o.name == v.op; });
+    if (op == mutable_registry().end()) bad_input(fmt::format("--rung {}: rung {} declares op '{}', which is not registered", file, v.name, v.op));
+    if (op->find_variant(v.name)) bad_input(fmt::format("--rung {}: {} already has a variant named {}", file, v.op, v.name));
+    op->variants.push_back(v);
+  }
+  return rungs;
 }
 
 const Op& find_op(std::string_view name) {

@@ -289,6 +289,55 @@ Build build_program(const RunRequest& r) {
   return b;
 }
 
+std::string build_rung_library(const std::string& file, bool profile) {
+  std::error_code ec;
+  const fs::path source = fs::absolute(file);
+  if (!fs::is_regular_file(source, ec)) bad_input("--rung: cannot read " + file);
+  const std::string dir = KERNELAB_SIM_DIR, src = KERNELAB_SOURCE_DIR;
+  // The flags of the built-in rungs' simulator builds (cmake/ops.cmake), position-independent.
+  std::vector<std::string> flags = {"-std=gnu++20", "-O2", "-DNDEBUG", "-fPIC", "-fopenmp", "-fno-strict-aliasing", "-Wall", "-Wextra",
+                                    "-Wno-psabi", "-include", dir + "/cuda_sim.h", "-I", src + "/include", "-I", src + "/src",
+                                    "-I", dir + "/shadow", "-I", KERNELAB_SIM_GENERATED, "-I", KERNELAB_SIM_CUDA_INCLUDE,
+                                    "-I", KERNELAB_SIM_CCCL_INCLUDE};
+  if (profile)
+    flags.insert(flags.end(), {"-fsanitize=thread", "--param=tsan-instrument-func-entry-exit=0", "-fno-tree-vectorize", "-fno-tree-sra",
+                               "-fsanitize-coverage=trace-pc", "-fno-reorder-blocks", "-fno-reorder-blocks-and-partition", "-Wno-tsan",
+                               "-DKERNELAB_SIM_PROFILE=1"});
+  else
+    flags.push_back("-fsanitize=alignment");
+  // Included, so the compiler's messages name the user's file and lines.
+  const std::string wrapper = "#define KL_RUNG_ID user\n#include \"" + source.string() + "\"\n";
+  std::string key_text = wrapper + read_file(source) + KERNELAB_SIM_CXX + '\0' + identity("/proc/self/exe");
+  for (const std::string& f : flags) key_text += f + '\0';
+  char key[17];
+  std::snprintf(key, sizeof key, "%016llx", static_cast<unsigned long long>(fnv1a(key_text)));
+  const fs::path out = fs::path(cache_dir()) / (std::string("rung-") + key), library = out / "rung.so", depfile = out / "rung.d";
+  if (fresh(library, depfile)) return library.string();
+  fs::create_directories(out, ec);
+  const std::string pid = std::to_string(getpid());
+  const fs::path cpp = out / ("rung." + pid + ".cpp"), object = out / ("rung." + pid + ".o"), tmp_dep = out / ("rung." + pid + ".d"),
+                 tmp_lib = out / ("rung." + pid + ".so");
+  std::ofstream(cpp, std::ios::binary) << wrapper;
+  std::vector<std::string> compile = {KERNELAB_SIM_CXX};
+  compile.insert(compile.end(), flags.begin(), flags.end());
+  compile.insert(compile.end(), {"-MMD", "-MF", tmp_dep.string(), "-x", "c++", "-c", cpp.string(), "-o", object.string()});
+  // Linked without the sanitizer runtimes: their hooks are this kernelab's (src/sim/runtime).
+  const std::vector<std::string> link = {KERNELAB_SIM_CXX, "-shared", "-fopenmp", "-o", tmp_lib.string(), object.string()};
+  std::string log;
+  int status = spawn(compile, &log);
+  if (WIFEXITED(status) && WEXITSTATUS(status) == 0) status = spawn(link, &log);
+  fs::remove(cpp, ec), fs::remove(object, ec);
+  if (!log.empty()) std::fputs(log.c_str(), stderr);
+  if (!WIFEXITED(status) || WEXITSTATUS(status) != 0) {
+    fs::remove(tmp_dep, ec), fs::remove(tmp_lib, ec);
+    bad_input("--rung " + file + ": does not compile for the simulator (the compiler's messages are above)");
+  }
+  fs::rename(tmp_dep, depfile, ec);
+  fs::rename(tmp_lib, library, ec);
+  if (ec) runtime_failure("--rung: cannot store the build in " + out.string() + ": " + ec.message());
+  return library.string();
+}
+
 int run_program(const RunRequest& r, std::vector<LaunchProfile>* profile) {
   const Build b = build_program(r);
   char findings_path[] = "/tmp/kernelab-sim-findings-XXXXXX";

@@ -45,6 +45,15 @@ Build build_program(const RunRequest& request);
 // exit normally, which the message on stderr then says).
 int run_program(const RunRequest& request, std::vector<LaunchProfile>* profile = nullptr);
 
+// `--rung FILE.cu`: a rung file written as the built-in ones are (kernels, a launcher and a
+// KL_RUNGS block, src/ops/*/cuda/*.cu), built for the simulator as a shared object for this
+// kernelab to load (it exports the simulator's runtime and the op contract's symbols); `profile`:
+// the profiling build (`sim profile`). Its kl::sim_ops::rung_user() (kl::sim_profile:: for the
+// profiling build) gives the variants. Cached by content, the included headers, the flags and this
+// kernelab binary. Returns the library's path; BadInput (after the compiler's messages) when the
+// file does not compile.
+std::string build_rung_library(const std::string& file, bool profile);
+
 // KERNELAB_SIM_CACHE, else $XDG_CACHE_HOME/kernelab/sim, else ~/.cache/kernelab/sim.
 std::string cache_dir();
 
