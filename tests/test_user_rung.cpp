@@ -63,7 +63,7 @@ TEST(UserRung, AFileThatDoesNotCompileShowsTheCompilersMessageOnItsOwnLine) {
   EXPECT_THAT(other.err, HasSubstr("is of op softmax, not layernorm"));
   const CliResult cpu = run_kernelab("check softmax --backend cpu --rung " + rung_file("softmax_warp_online.cu"), kCache);
   EXPECT_EQ(cpu.code, 2);
-  EXPECT_THAT(cpu.err, HasSubstr("runs in the simulator (--backend sim)"));
+  EXPECT_THAT(cpu.err, HasSubstr("a rung file runs on --backend sim or cuda"));
 }
 
 TEST(UserRung, SimProfileCountsTheUsersKernelBesideTheBuiltInOnes) {
@@ -82,6 +82,16 @@ TEST(UserRung, SimProfileCountsTheUsersKernelBesideTheBuiltInOnes) {
   }
   EXPECT_EQ(names, (std::set<std::string>{"user_warp_online", "cuda_fused_block"}));
 }
+
+#if KERNELAB_HAVE_CUDA
+// bench --rung: nvcc builds the file for sm_80 and sm_90a into a library that shares kernelab's
+// CUDA runtime, and the rung joins the op's ladder: timed on a GPU, listed as not run without one.
+TEST(UserRung, BenchBuildsTheFileWithNvccAndPutsItOnTheLadder) {
+  const CliResult r = run_kernelab("bench softmax --rung " + rung_file("softmax_warp_online.cu") + " --rows 64 --cols 1000", kCache);
+  ASSERT_EQ(r.code, 0) << r.err;
+  EXPECT_THAT(r.out, HasSubstr("user_warp_online"));
+}
+#endif
 
 }  // namespace
 }  // namespace kl::test

@@ -214,11 +214,12 @@ struct Op {
 
 const std::vector<Op>& registry();
 const Op& find_op(std::string_view name);  // BadInput naming the op and the known ones
-// `--rung FILE.cu`: the rungs of a user's rung file, its simulator builds' rung_user() (the
-// profiling build's may be null), added to the ladder of the op they declare. Returns them; BadInput
-// when they declare an op that is not registered or take a name the op already has.
+// `--rung FILE.cu`: the rungs of a user's rung file, from its builds' rung_user() (nvcc's, the
+// simulator's, its profiling build's; those not built are null), added to the ladder of the op
+// they declare. Returns them; BadInput when they declare an op that is not registered or take a
+// name the op already has.
 using RungFile = std::vector<Variant> (*)();
-std::vector<Variant> add_user_rungs(RungFile sim, RungFile sim_profile, const std::string& file);
+std::vector<Variant> add_user_rungs(RungFile cuda, RungFile sim, RungFile sim_profile, const std::string& file);
 
 // A problem of `op` with its defaults, the given overrides, validated. BadInput on any bad value,
 // and, when it is to run here (not only be costed), on tensors that cannot fit in host memory.

@@ -17,7 +17,7 @@ namespace kl::cli {
 
 namespace {
 struct BenchFlags {
-  std::string op, backend, trace;
+  std::string op, backend, trace, rung_file;
   std::vector<std::string> variants, configs;
   bool json = false, cold = false;
   double max_seconds = 1.0;
@@ -27,12 +27,17 @@ struct BenchFlags {
     sub.add_option("op", op, "the op")->required();
     sub.add_option("--backend", backend, "cpu, cuda or sim (default: every backend present)");
     sub.add_option("--variant", variants, "variants to run (default: all)")->delimiter(',');
+    sub.add_option("--rung", rung_file, "a rung file of your own (FILE.cu, written as src/ops/*/cuda/*.cu are), built by nvcc and timed beside the others");
     sub.add_option("--config", configs, "configs to run (default: bench the first of each variant, sweep all)")->delimiter(',');
     sub.add_flag("--json", json, "print one JSON object");
     sub.add_flag("--cold", cold, "flush caches before every timed run");
     sub.add_option("--max-seconds", max_seconds, "timing budget per point after warm-up")->check(CLI::PositiveNumber);
     sub.add_option("--trace", trace, "write a CUPTI trace of the runs (Kineto layout; needs a GPU): FILE.json");
     problem.attach(sub);
+  }
+  // --rung: the file built by nvcc and added to the op's ladder, timed beside the built-in rungs.
+  void load_rung() const {
+    if (!rung_file.empty()) load_rung_file(rung_file, op, {.gpu = true});
   }
 };
 
@@ -201,6 +206,7 @@ void add_bench(CLI::App& app) {
   static BenchFlags f;
   f.attach(*sub);
   sub->callback([] {
+    f.load_rung();
     const Op& op = find_op(f.op);
     Problem p = f.problem.problem(op);
     if (f.backend == "sim") bad_input("the simulator (--backend sim) checks correctness; it does not time: use check --backend sim");
@@ -229,6 +235,7 @@ void add_sweep(CLI::App& app) {
                   "another op timed on the same dims and dtype at each value; prints where each rung turns slower than its "
                   "fastest variant (gemm_w4a16 --against gemm: the unquantized GEMM)");
   sub->callback([] {
+    f.load_rung();
     const Op& op = find_op(f.op);
     auto eq = axis.find('=');
     if (eq == std::string::npos || eq == 0 || eq + 1 == axis.size()) bad_input(fmt::format("--axis '{}' is not NAME=v1,v2,...", axis));

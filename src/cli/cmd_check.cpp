@@ -70,8 +70,9 @@ void add_check(CLI::App& app) {
   sub->callback([] {
     if (!f.rung_file.empty()) {  // the file's rungs, on the simulator, unless --variant names others too
       if (f.ops.size() > 1) bad_input("--rung: name one op, or none (the file declares it)");
-      if (!f.backend.empty() && f.backend != "sim") bad_input("--rung: a rung file runs in the simulator (--backend sim)");
-      const LoadedRungs loaded = load_rung_file(f.rung_file, f.ops.empty() ? "" : f.ops.front(), false);
+      if (!f.backend.empty() && f.backend != "sim" && f.backend != "cuda") bad_input("--rung: a rung file runs on --backend sim or cuda");
+      const LoadedRungs loaded = load_rung_file(f.rung_file, f.ops.empty() ? "" : f.ops.front(),
+                                                {.sim = f.backend != "cuda", .gpu = f.backend == "cuda"});
       f.ops = {loaded.op->name};
       if (f.variants.empty()) f.variants = loaded.names;
       if (f.backend.empty()) f.backend = "sim";

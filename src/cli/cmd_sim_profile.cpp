@@ -93,7 +93,7 @@ void add_sim_profile(CLI::App& sim) {
   sub->add_flag("--vs-plain", vs_plain, "also time each rung's plain simulated run: the profiler's cost as a ratio");
   problem.attach(*sub);
   sub->callback([] {
-    if (!rung_file.empty()) load_rung_file(rung_file, op_name, true);
+    if (!rung_file.empty()) load_rung_file(rung_file, op_name, {.sim = true, .sim_profile = true});
     const Op& op = find_op(op_name);
     const GpuSpec& gpu = find_gpu(gpu_id);
     const Problem p = problem.problem(op);

@@ -131,9 +131,9 @@ void check_config_names(const Op& op, const std::vector<const Variant*>& variant
   }
 }
 
-LoadedRungs load_rung_file(const std::string& file, const std::string& op_name, bool profile) {
+LoadedRungs load_rung_file(const std::string& file, const std::string& op_name, RungBuilds builds) {
 #if !KERNELAB_HAVE_SIM
-  (void)op_name, (void)profile;
+  (void)op_name, (void)builds;
   bad_input(fmt::format("--rung {}: this build has no simulator to build it for (the CUDA toolkit's headers were not found)", file));
 #else
   auto entry = [&](const std::string& library, const char* symbol) {
@@ -143,10 +143,13 @@ LoadedRungs load_rung_file(const std::string& file, const std::string& op_name, 
     if (!fn) bad_input(fmt::format("--rung {}: it declares no rungs (a KL_RUNGS block, as src/ops/*/cuda/*.cu have)", file));
     return reinterpret_cast<RungFile>(fn);
   };
-  const RungFile sim = entry(sim::build_rung_library(file, false), "_ZN2kl7sim_ops9rung_userEv");  // kl::sim_ops::rung_user()
-  const RungFile prof = profile ? entry(sim::build_rung_library(file, true), "_ZN2kl11sim_profile9rung_userEv") : nullptr;
+  // kl::cuda::rung_user(), kl::sim_ops::rung_user(), kl::sim_profile::rung_user()
+  const RungFile gpu = builds.gpu ? entry(sim::build_rung_library(file, sim::RungBuild::cuda), "_ZN2kl4cuda9rung_userEv") : nullptr;
+  const RungFile simulated = builds.sim ? entry(sim::build_rung_library(file, sim::RungBuild::sim), "_ZN2kl7sim_ops9rung_userEv") : nullptr;
+  const RungFile prof =
+      builds.sim_profile ? entry(sim::build_rung_library(file, sim::RungBuild::sim_profile), "_ZN2kl11sim_profile9rung_userEv") : nullptr;
   LoadedRungs out;
-  for (const Variant& v : add_user_rungs(sim, prof, file)) {
+  for (const Variant& v : add_user_rungs(gpu, simulated, prof, file)) {
     if (!op_name.empty() && v.op != op_name) bad_input(fmt::format("--rung {}: its rung {} is of op {}, not {}", file, v.name, v.op, op_name));
     if (out.op && out.op->name != v.op) bad_input(fmt::format("--rung {}: its rungs declare two ops, {} and {}", file, out.op->name, v.op));
     out.op = &find_op(v.op);

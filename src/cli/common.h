@@ -50,15 +50,18 @@ std::vector<const Config*> chosen_configs(const Variant& v, const std::vector<st
 // BadInput for a --config name that none of the variants has.
 void check_config_names(const Op& op, const std::vector<const Variant*>& variants, const std::vector<std::string>& names);
 
-// --rung FILE.cu (check, sim profile): the file's rungs built for the simulator (`profile`: its
-// profiling build too; sim/run/driver.h), loaded into this process and added to the ladder of the
-// op they declare. Returns that op and the rungs' names; BadInput when `op_name` is given and the
-// file declares another op.
+// --rung FILE.cu (check, bench, sweep, sim profile): the file's rungs built for the simulator, its
+// profiling build and the GPU, as asked (sim/run/driver.h), loaded into this process and added to
+// the ladder of the op they declare. Returns that op and the rungs' names; BadInput when `op_name`
+// is given and the file declares another op.
 struct LoadedRungs {
   const Op* op = nullptr;
   std::vector<std::string> names;
 };
-LoadedRungs load_rung_file(const std::string& file, const std::string& op_name, bool profile);
+struct RungBuilds {
+  bool sim = false, sim_profile = false, gpu = false;
+};
+LoadedRungs load_rung_file(const std::string& file, const std::string& op_name, RungBuilds builds);
 
 std::string format_seconds(double s);
 std::string format_ratio(const std::optional<double>& r);

@@ -114,14 +114,15 @@ std::vector<Op>& mutable_registry() {
 
 const std::vector<Op>& registry() { return mutable_registry(); }
 
-std::vector<Variant> add_user_rungs(RungFile sim, RungFile sim_profile, const std::string& file) {
+std::vector<Variant> add_user_rungs(RungFile cuda, RungFile sim, RungFile sim_profile, const std::string& file) {
   std::vector<Variant> rungs;
-  add_rung_file(rungs, nullptr, sim, sim_profile, file.c_str());
+  add_rung_file(rungs, cuda, sim, sim_profile, file.c_str());
   if (rungs.empty()) bad_input(fmt::format("--rung {}: its KL_RUNGS block returns no rung", file));
   for (Variant& v : rungs) {
     v.source = file;
-    for (Config& c : v.configs)
-      c.run = [file](const Problem&, const Args&) { runtime_failure(fmt::format("--rung {}: a rung file runs in the simulator (--backend sim)", file)); };
+    if (!cuda)
+      for (Config& c : v.configs)
+        c.run = [file](const Problem&, const Args&) { runtime_failure(fmt::format("--rung {}: built for the simulator only here", file)); };
     const auto op = std::find_if(mutable_registry().begin(), mutable_registry().end(), [&](const Op& o) { return o.name == v.op; });
     if (op == mutable_registry().end()) bad_input(fmt::format("--rung {}: rung {} declares op '{}', which is not registered", file, v.name, v.op));
     if (op->find_variant(v.name)) bad_input(fmt::format("--rung {}: {} already has a variant named {}", file, v.op, v.name));

@@ -212,7 +212,7 @@ std::string markdown(const ReportData& r, const std::vector<Ladder>& ladders) {
     md += "\n";
     for (const LadderRow& row : L.rows) {
       md += "|";
-      for (const auto& c : row_cells(row)) md += " " + md_escape(c) + " |";
+      for (const auto& c : row_cells(row)) md.append(" ").append(md_escape(c)).append(" |");  // not operator+: GCC 12 warns falsely (-Wrestrict)
       md += "\n";
     }
   }

@@ -74,4 +74,8 @@ target_compile_definitions(kl_simrun PRIVATE
   KERNELAB_SIM_GENERATED="${KERNELAB_SIM_GENERATED}"
   KERNELAB_SIM_LIBRARY="$<TARGET_FILE:kl_sim>"
   KERNELAB_SIM_LINK_LIBS="${KERNELAB_BOOST_CONTEXT_LIB}")
+if(CMAKE_CUDA_COMPILER)  # --rung FILE.cu built by nvcc too, as the built-in rungs are
+  string(REPLACE ";" " " rung_gencode "${KERNELAB_CUDA_GENCODE}")
+  target_compile_definitions(kl_simrun PRIVATE KERNELAB_NVCC="${CMAKE_CUDA_COMPILER}" KERNELAB_RUNG_GENCODE="${rung_gencode}")
+endif()
 

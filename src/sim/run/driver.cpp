@@ -289,25 +289,42 @@ Build build_program(const RunRequest& r) {
   return b;
 }
 
-std::string build_rung_library(const std::string& file, bool profile) {
+std::string build_rung_library(const std::string& file, RungBuild kind) {
   std::error_code ec;
   const fs::path source = fs::absolute(file);
   if (!fs::is_regular_file(source, ec)) bad_input("--rung: cannot read " + file);
   const std::string dir = KERNELAB_SIM_DIR, src = KERNELAB_SOURCE_DIR;
-  // The flags of the built-in rungs' simulator builds (cmake/ops.cmake), position-independent.
-  std::vector<std::string> flags = {"-std=gnu++20", "-O2", "-DNDEBUG", "-fPIC", "-fopenmp", "-fno-strict-aliasing", "-Wall", "-Wextra",
-                                    "-Wno-psabi", "-include", dir + "/cuda_sim.h", "-I", src + "/include", "-I", src + "/src",
-                                    "-I", dir + "/shadow", "-I", KERNELAB_SIM_GENERATED, "-I", KERNELAB_SIM_CUDA_INCLUDE,
-                                    "-I", KERNELAB_SIM_CCCL_INCLUDE};
-  if (profile)
-    flags.insert(flags.end(), {"-fsanitize=thread", "--param=tsan-instrument-func-entry-exit=0", "-fno-tree-vectorize", "-fno-tree-sra",
-                               "-fsanitize-coverage=trace-pc", "-fno-reorder-blocks", "-fno-reorder-blocks-and-partition", "-Wno-tsan",
-                               "-DKERNELAB_SIM_PROFILE=1"});
-  else
-    flags.push_back("-fsanitize=alignment");
+  // The flags of the built-in rungs' builds (cmake/ops.cmake), position-independent.
+  std::string compiler = KERNELAB_SIM_CXX;
+  std::vector<std::string> flags, link_flags = {"-shared", "-fopenmp"};
+  if (kind == RungBuild::cuda) {
+#ifdef KERNELAB_NVCC
+    compiler = KERNELAB_NVCC;
+    flags = {"-std=c++20", "-O3", "-DNDEBUG", "-Xcompiler", "-fPIC", "-I", src + "/include", "-I", src + "/src"};
+    for (std::string_view g = KERNELAB_RUNG_GENCODE; !g.empty();) {
+      const std::size_t space = std::min(g.find(' '), g.size());
+      flags.emplace_back(g.substr(0, space));
+      g.remove_prefix(std::min(space + 1, g.size()));
+    }
+    link_flags = {"-shared", "-cudart", "shared"};  // kernelab's runtime: one context, its kernels registered there
+#else
+    bad_input("--rung " + file + ": this kernelab was built without nvcc, so it cannot build the file for the GPU");
+#endif
+  } else {
+    flags = {"-std=gnu++20", "-O2", "-DNDEBUG", "-fPIC", "-fopenmp", "-fno-strict-aliasing", "-Wall", "-Wextra",
+             "-Wno-psabi", "-include", dir + "/cuda_sim.h", "-I", src + "/include", "-I", src + "/src",
+             "-I", dir + "/shadow", "-I", KERNELAB_SIM_GENERATED, "-I", KERNELAB_SIM_CUDA_INCLUDE,
+             "-I", KERNELAB_SIM_CCCL_INCLUDE};
+    if (kind == RungBuild::sim_profile)
+      flags.insert(flags.end(), {"-fsanitize=thread", "--param=tsan-instrument-func-entry-exit=0", "-fno-tree-vectorize", "-fno-tree-sra",
+                                 "-fsanitize-coverage=trace-pc", "-fno-reorder-blocks", "-fno-reorder-blocks-and-partition", "-Wno-tsan",
+                                 "-DKERNELAB_SIM_PROFILE=1"});
+    else
+      flags.push_back("-fsanitize=alignment");
+  }
   // Included, so the compiler's messages name the user's file and lines.
   const std::string wrapper = "#define KL_RUNG_ID user\n#include \"" + source.string() + "\"\n";
-  std::string key_text = wrapper + read_file(source) + KERNELAB_SIM_CXX + '\0' + identity("/proc/self/exe");
+  std::string key_text = wrapper + read_file(source) + compiler + '\0' + identity("/proc/self/exe");
   for (const std::string& f : flags) key_text += f + '\0';
   char key[17];
   std::snprintf(key, sizeof key, "%016llx", static_cast<unsigned long long>(fnv1a(key_text)));
@@ -318,11 +335,14 @@ std::string build_rung_library(const std::string& file, bool profile) {
   const fs::path cpp = out / ("rung." + pid + ".cpp"), object = out / ("rung." + pid + ".o"), tmp_dep = out / ("rung." + pid + ".d"),
                  tmp_lib = out / ("rung." + pid + ".so");
   std::ofstream(cpp, std::ios::binary) << wrapper;
-  std::vector<std::string> compile = {KERNELAB_SIM_CXX};
+  std::vector<std::string> compile = {compiler};
   compile.insert(compile.end(), flags.begin(), flags.end());
-  compile.insert(compile.end(), {"-MMD", "-MF", tmp_dep.string(), "-x", "c++", "-c", cpp.string(), "-o", object.string()});
+  compile.insert(compile.end(), {"-MMD", "-MF", tmp_dep.string(), "-x", kind == RungBuild::cuda ? "cu" : "c++", "-c", cpp.string(),
+                                 "-o", object.string()});
   // Linked without the sanitizer runtimes: their hooks are this kernelab's (src/sim/runtime).
-  const std::vector<std::string> link = {KERNELAB_SIM_CXX, "-shared", "-fopenmp", "-o", tmp_lib.string(), object.string()};
+  std::vector<std::string> link = {compiler};
+  link.insert(link.end(), link_flags.begin(), link_flags.end());
+  link.insert(link.end(), {"-o", tmp_lib.string(), object.string()});
   std::string log;
   int status = spawn(compile, &log);
   if (WIFEXITED(status) && WEXITSTATUS(status) == 0) status = spawn(link, &log);
@@ -330,7 +350,8 @@ std::string build_rung_library(const std::string& file, bool profile) {
   if (!log.empty()) std::fputs(log.c_str(), stderr);
   if (!WIFEXITED(status) || WEXITSTATUS(status) != 0) {
     fs::remove(tmp_dep, ec), fs::remove(tmp_lib, ec);
-    bad_input("--rung " + file + ": does not compile for the simulator (the compiler's messages are above)");
+    bad_input("--rung " + file + ": does not compile for " + (kind == RungBuild::cuda ? "the GPU" : "the simulator") +
+              " (the compiler's messages are above)");
   }
   fs::rename(tmp_dep, depfile, ec);
   fs::rename(tmp_lib, library, ec);

@@ -46,13 +46,15 @@ Build build_program(const RunRequest& request);
 int run_program(const RunRequest& request, std::vector<LaunchProfile>* profile = nullptr);
 
 // `--rung FILE.cu`: a rung file written as the built-in ones are (kernels, a launcher and a
-// KL_RUNGS block, src/ops/*/cuda/*.cu), built for the simulator as a shared object for this
-// kernelab to load (it exports the simulator's runtime and the op contract's symbols); `profile`:
-// the profiling build (`sim profile`). Its kl::sim_ops::rung_user() (kl::sim_profile:: for the
-// profiling build) gives the variants. Cached by content, the included headers, the flags and this
-// kernelab binary. Returns the library's path; BadInput (after the compiler's messages) when the
-// file does not compile.
-std::string build_rung_library(const std::string& file, bool profile);
+// KL_RUNGS block, src/ops/*/cuda/*.cu), built as a shared object for this kernelab to load (it
+// exports the simulator's runtime and the op contract's symbols): for the simulator, for its
+// profiling build (`sim profile`), or by nvcc for the GPU (sm_80 and sm_90a, the CUDA runtime
+// shared with kernelab's). Its kl::sim_ops::rung_user() (kl::sim_profile::, kl::cuda::) gives the
+// variants. Cached by content, the included headers, the flags and this kernelab binary. Returns
+// the library's path; BadInput (after the compiler's messages) when the file does not compile, or
+// when this build has no nvcc for the GPU build.
+enum class RungBuild { sim, sim_profile, cuda };
+std::string build_rung_library(const std::string& file, RungBuild kind);
 
 // KERNELAB_SIM_CACHE, else $XDG_CACHE_HOME/kernelab/sim, else ~/.cache/kernelab/sim.
 std::string cache_dir();
