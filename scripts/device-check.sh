@@ -12,7 +12,8 @@
 #      and the memory-bound ladders on 256 MB working sets (big/): bench points, each timed only
 #      after its output passed the reference check (the points bench/results/h200/ keeps)
 #   6. the simulator's memory counts beside Nsight Compute's (ncu/), racecheck over rungs (sanitizer/)
-#   7. a CUPTI trace, the experiment sweeps, and `report --backend cuda` with the time left
+#   7. a CUPTI trace, `comm check --transport nccl` with 2 and 3 ranks on the GPU (nccl/, where the
+#      machine has mpirun), the experiment sweeps, and `report --backend cuda` with the time left
 # Each step has its own budget under one deadline (KERNELAB_DEADLINE_S, default 540 s): a step that
 # would pass it is skipped with a line saying so. Everything lands in a work folder that is packed
 # into $OUT/results.tgz after every step (the device tool returns at most 8 files), beside
@@ -269,6 +270,18 @@ cupti_trace() {
     "$kl" trace analyze "$W/trace.json" --json > "$W/trace-analysis.json" && gzip -f "$W/trace.json"
 }
 
+nccl_check() {  # issue 16: the own algorithms on the NCCL transport beside NCCL's collectives, ranks sharing the GPU
+  mkdir -p "$W/nccl"
+  command -v mpirun >/dev/null || { echo "no mpirun on this machine: the NCCL transport was not run"; return 0; }
+  python3 -c 'import nvidia.nccl, importlib.metadata as m; print("NCCL (pip):", m.version("nvidia-nccl-cu13"))' 2>/dev/null
+  local r
+  for r in 2 3; do  # NCCL 2.30+ puts several ranks on one GPU only when asked
+    NCCL_MULTI_RANK_GPU_ENABLE=1 timeout --foreground 90 "$kl" comm check --transport nccl --ranks $r --timeout 60 --json \
+      > "$W/nccl/check-${r}ranks.json" 2> "$W/nccl/check-${r}ranks.err" && echo "nccl check, $r ranks: passed" ||
+      echo "nccl check, $r ranks FAILED: $(tail -3 "$W/nccl/check-${r}ranks.err")"
+  done
+}
+
 checks_per_op() {  # one process per op, so a kernel that hangs costs its op alone
   mkdir -p "$W/check"
   local op failed=0
@@ -291,11 +304,11 @@ cpu_ladders() {  # the host's triad and FMA ceilings, then the memory-bound CPU 
   done
 }
 
-export -f tune_profiles cpu_ladders run_sim_programs gemm_headline attention_headline quant_headline ncu_compare racecheck_rungs big_ladders cupti_trace checks_per_op
+export -f nccl_check tune_profiles cpu_ladders run_sim_programs gemm_headline attention_headline quant_headline ncu_compare racecheck_rungs big_ladders cupti_trace checks_per_op
 export kl W
 
 # Steps by name: all by default, or those named on the command line (a second call in one window).
-wanted=" ${*:-sim probe check quant tune gemm attention big ncu racecheck trace sweeps cpu report} "
+wanted=" ${*:-sim probe check quant tune gemm attention big ncu racecheck trace nccl sweeps cpu report} "
 want() { [[ "$wanted" == *" $1 "* ]]; }
 want sim && step "tests/sim programs on the chip; the planted bugs under compute-sanitizer" 60 bash -c run_sim_programs
 want probe && step "probe: copy bandwidth and cuBLASLt rates" 60 bash -c '"$kl" probe --gpu --json > "$W/probe.json"'
@@ -308,6 +321,7 @@ want big && step "memory-bound ladders on 256 MiB working sets" 40 bash -c big_l
 want ncu && step "simulator profiler against ncu" 70 bash -c ncu_compare
 want racecheck && step "racecheck over the shared-memory rungs" 50 bash -c racecheck_rungs
 want trace && step "a CUPTI trace, analysed" 20 bash -c cupti_trace
+want nccl && step "comm check --transport nccl: 2 and 3 ranks on the one GPU (NCCL_MULTI_RANK_GPU_ENABLE)" 60 bash -c nccl_check
 want sweeps && step "experiment sweeps" 60 bash scripts/experiment-sweeps.sh "$kl" cuda "$W/sweeps"
 want cpu && step "CPU ladders on this host's CPU (issue 18: the generic build on another x86 kind)" 40 bash -c cpu_ladders
 want report && step "report --backend cuda (the checks again, one point per variant at the report's shapes)" 200 \
