@@ -355,7 +355,7 @@ struct TempProgram {
     std::ofstream(path) << text;
   }
   ~TempProgram() { fs::remove(path); }
-  std::string arg() const { return "'" + path.string() + "'"; }
+  std::string arg() const { return fmt::format("'{}'", path.string()); }  // not operator+: GCC 12 warns falsely
   fs::path path;
 };
 

@@ -140,7 +140,7 @@ TEST(TraceFuzzLoop, SeededByteMutations) {
         case 1: s.erase(at, 1 + rng() % 8); break;
         default: s.insert(at, 1, alphabet[rng() % alphabet.size()]); break;
       }
-      if (s.empty()) s = "{";
+      if (s.empty()) s.push_back('{');
     }
     must_load_or_refuse(s);
   }

@@ -47,36 +47,36 @@ std::string bound_of(const cp::Rows& rows, const cp::Edge& e) {
 // Kahn's algorithm by generations over the nodes in first-touched order, then each node's first
 // best predecessor: networkx.topological_generations and dag_longest_path, step for step.
 std::vector<uint32_t> longest_path(const cp::Graph& g, int64_t& length) {
-  std::vector<uint32_t> indeg(g.node_ts.size()), topo, generation;
+  std::vector<uint32_t> indeg(g.node_ts.size()), topo;
   for (uint32_t n : g.appearance) indeg[n] = static_cast<uint32_t>(g.pred[n].size());
   for (uint32_t n : g.appearance)
-    if (indeg[n] == 0) generation.push_back(n);
-  while (!generation.empty()) {
-    std::vector<uint32_t> next;
-    for (uint32_t n : generation)
-      for (uint32_t id : g.succ[n])
-        if (--indeg[g.edges[id].v] == 0) next.push_back(g.edges[id].v);
-    topo.insert(topo.end(), generation.begin(), generation.end());
-    generation = std::move(next);
-  }
+    if (indeg[n] == 0) topo.push_back(n);
+  for (size_t begin = 0, end = topo.size(); begin < end; begin = end, end = topo.size())  // [begin, end): a generation
+    for (size_t k = begin; k < end; ++k)
+      for (uint32_t id : g.succ[topo[k]])
+        if (--indeg[g.edges[id].v] == 0) topo.push_back(g.edges[id].v);
   if (topo.size() != g.appearance.size()) bad_input("the critical-path graph has a cycle (the trace's times contradict its dependencies)");
-  std::vector<int64_t> dist(g.node_ts.size(), 0);
-  std::vector<int64_t> via(g.node_ts.size(), -1);  // the edge into the node on its longest path
+  struct Best {
+    int64_t dist = 0;
+    int64_t via = -1;  // the edge into the node on its longest path
+  };
+  std::vector<Best> best(g.node_ts.size());
   for (uint32_t v : topo)
     for (size_t i = 0; i < g.pred[v].size(); ++i) {
       const cp::Edge& e = g.edges[g.pred[v][i]];
-      const int64_t cand = dist[e.u] + std::max<int64_t>(e.weight, 0);
-      if (i == 0 || cand > dist[v]) dist[v] = cand, via[v] = g.pred[v][i];
+      const int64_t cand = best[e.u].dist + std::max<int64_t>(e.weight, 0);
+      if (i == 0 || cand > best[v].dist) best[v] = {cand, g.pred[v][i]};
     }
   std::vector<uint32_t> path;
   if (topo.empty()) return path;
   uint32_t end = topo.front();
   for (uint32_t v : topo)
-    if (dist[v] > dist[end]) end = v;
-  length = dist[end];
-  for (int64_t v = end;; v = g.edges[via[v]].u) {
-    path.push_back(static_cast<uint32_t>(v));
-    if (via[v] < 0) break;
+    if (best[v].dist > best[end].dist) end = v;
+  length = best[end].dist;
+  for (uint32_t v = end;;) {
+    path.push_back(v);
+    if (best[v].via < 0) break;
+    v = g.edges[static_cast<size_t>(best[v].via)].u;
   }
   std::reverse(path.begin(), path.end());
   return path;
@@ -170,8 +170,11 @@ std::string format_critical_path(const CriticalPath& cp) {
                    cp.sync_edges_on_path, t(cp.sync_wait_us));
   if (cp.negative_edges) s += fmt::format("  {} edges end before they start (rounded times) and count as 0\n", cp.negative_edges);
   s += "  on the path, most time first:\n";
-  for (const CriticalPathItem& i : cp.top)
-    s += fmt::format("    {:>10}  {:>6}  {:<26} {}\n", t(i.us), pct(i.us), i.bound, i.name.size() > 90 ? i.name.substr(0, 87) + "..." : i.name);
+  for (const CriticalPathItem& i : cp.top) {
+    const std::string_view name = i.name;
+    s += fmt::format("    {:>10}  {:>6}  {:<26} {}{}\n", t(i.us), pct(i.us), i.bound, name.substr(0, name.size() > 90 ? 87 : 90),
+                     name.size() > 90 ? "..." : "");
+  }
   return s;
 }
 
