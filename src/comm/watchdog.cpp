@@ -26,6 +26,16 @@ std::string list_ranks(const std::vector<int>& ranks) {
   return s;
 }
 
+std::string signal_reason(int sig) {
+  return sig == SIGTERM ? "terminated by SIGTERM (the launcher ends the job)" : "terminated by SIGINT";
+}
+
+// In a wait outside the collectives, a rank is behind this one when it is at an earlier stage, or
+// at the same stage and an earlier collective.
+bool behind_in_stage(const BoardSlot& s, const BoardSlot& me) {
+  return s.stage < me.stage || (s.stage == me.stage && s.entered < me.entered);
+}
+
 }  // namespace
 
 void block_termination_signals() {
@@ -51,7 +61,7 @@ void Watchdog::loop() {
   const timespec tick{0, 50'000'000};
   while (!stop_) {
     const int sig = sigtimedwait(&signals, nullptr, &tick);
-    if (sig > 0) fail(fmt::format("terminated by {}", sig == SIGTERM ? "SIGTERM (the launcher ends the job)" : "SIGINT"));
+    if (sig > 0) fail(signal_reason(sig));
     const std::optional<Record> r = recorder_.in_flight();
     const std::optional<Wait> w = waiting();
     if (!r && !w) continue;
@@ -64,14 +74,14 @@ void Watchdog::loop() {
 
 // A rank whose process is gone before it got to where this one waits (collective r, else this
 // rank's stage): it died, and this rank would wait for it until the timeout. Giving up at once also
-// leaves mpirun's window (1 s to SIGTERM, 1 s more to SIGKILL, by default) for the dump.
+// leaves the whole of mpirun's window (its SIGTERM, then its SIGKILL: launcher.h) for the dump.
 std::optional<int> Watchdog::dead_rank_behind(const std::optional<Record>& r) const {
   const std::vector<BoardSlot> board = board_.snapshot();
   const BoardSlot& me = board[std::size_t(info_.rank)];
   for (int q = 0; q < int(board.size()); ++q) {
     const BoardSlot& s = board[std::size_t(q)];
     if (q == info_.rank || s.pid == 0) continue;
-    const bool behind = r ? uint64_t(s.entered) < r->seq : s.stage < me.stage || (s.stage == me.stage && s.entered < me.entered);
+    const bool behind = r ? uint64_t(s.entered) < r->seq : behind_in_stage(s, me);
     if (behind && !process_alive(s.pid)) return q;
   }
   return std::nullopt;
@@ -93,9 +103,7 @@ void StartupWatch::loop() {
     const double waited_s = double(wall_us() - start_us_) / 1e6;
     if (sig <= 0 && waited_s <= timeout_s_) continue;
     const std::string rank = rank_ < 0 ? "rank ?" : fmt::format("rank {}", rank_);
-    const std::string reason = sig == SIGTERM ? "terminated by SIGTERM (the launcher ends the job)"
-                               : sig == SIGINT ? "terminated by SIGINT"
-                                               : fmt::format("timeout: waited more than {:g} s", timeout_s_);
+    const std::string reason = sig > 0 ? signal_reason(sig) : fmt::format("timeout: waited more than {:g} s", timeout_s_);
     std::fprintf(stderr,
                  "kernelab comm: %s: %s %s, at start-up, after %.1f s; MPI_Init waits for every rank, so one that "
                  "never started, died or hangs before it holds the others there (its own message says 'before "
@@ -133,7 +141,7 @@ std::string Watchdog::behind_me() const {
     const bool alive = process_alive(s.pid);
     const std::string text = fmt::format("rank {} ({}, entered up to seq {}, {})", r, stage_name(s.stage), s.entered,
                                          s.pid == 0 ? "not on the board yet" : alive ? "process alive" : "process gone");
-    if (s.stage < me.stage || (s.stage == me.stage && s.entered < me.entered)) behind += (behind.empty() ? "" : ", ") + text;
+    if (behind_in_stage(s, me)) behind += (behind.empty() ? "" : ", ") + text;
     else if (!alive) gone += (gone.empty() ? "" : ", ") + text;
   }
   return behind.empty() ? gone : behind;

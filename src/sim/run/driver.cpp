@@ -98,6 +98,11 @@ bool fresh(const fs::path& binary, const fs::path& depfile) {
   return true;
 }
 
+// Instrumented at compile time only: the hooks are the simulator's (runtime/tsan_hooks.cpp), not libtsan.
+const std::vector<std::string> kProfileFlags = {"-fsanitize=thread", "--param=tsan-instrument-func-entry-exit=0", "-fno-tree-vectorize",
+                                                "-fno-tree-sra", "-fsanitize-coverage=trace-pc", "-fno-reorder-blocks",
+                                                "-fno-reorder-blocks-and-partition", "-DKERNELAB_SIM_PROFILE=1"};
+
 std::vector<std::string> compile_flags(const RunRequest& r, const fs::path& source) {
   const std::string dir = KERNELAB_SIM_DIR;
   // -fstack-clash-protection: a frame larger than the guard page below a fiber's stack
@@ -116,11 +121,7 @@ std::vector<std::string> compile_flags(const RunRequest& r, const fs::path& sour
   if (r.memcheck) f.insert(f.end(), {"-fsanitize=address", "-fno-omit-frame-pointer", "-DKERNELAB_SIM_MEMCHECK=1"});
   // A misaligned typed access in a kernel faults, as on a GPU (runtime/ubsan_hooks.cpp; not with the profiler's instrumentation).
   if (!r.profile) f.push_back("-fsanitize=alignment");
-  // Instrumented at compile time only: the hooks are the simulator's (runtime/tsan_hooks.cpp), not libtsan.
-  if (r.profile)
-    f.insert(f.end(), {"-fsanitize=thread", "--param=tsan-instrument-func-entry-exit=0", "-fno-tree-vectorize", "-fno-tree-sra", "-fsanitize-coverage=trace-pc",
-                       "-fno-reorder-blocks", "-fno-reorder-blocks-and-partition",
-                       "-DKERNELAB_SIM_PROFILE=1"});
+  if (r.profile) f.insert(f.end(), kProfileFlags.begin(), kProfileFlags.end());
   return f;
 }
 
@@ -315,12 +316,12 @@ std::string build_rung_library(const std::string& file, RungBuild kind) {
              "-Wno-psabi", "-include", dir + "/cuda_sim.h", "-I", src + "/include", "-I", src + "/src",
              "-I", dir + "/shadow", "-I", KERNELAB_SIM_GENERATED, "-I", KERNELAB_SIM_CUDA_INCLUDE,
              "-I", KERNELAB_SIM_CCCL_INCLUDE};
-    if (kind == RungBuild::sim_profile)
-      flags.insert(flags.end(), {"-fsanitize=thread", "--param=tsan-instrument-func-entry-exit=0", "-fno-tree-vectorize", "-fno-tree-sra",
-                                 "-fsanitize-coverage=trace-pc", "-fno-reorder-blocks", "-fno-reorder-blocks-and-partition", "-Wno-tsan",
-                                 "-DKERNELAB_SIM_PROFILE=1"});
-    else
+    if (kind == RungBuild::sim_profile) {
+      flags.insert(flags.end(), kProfileFlags.begin(), kProfileFlags.end());
+      flags.push_back("-Wno-tsan");
+    } else {
       flags.push_back("-fsanitize=alignment");
+    }
   }
   // Included, so the compiler's messages name the user's file and lines.
   const std::string wrapper = "#define KL_RUNG_ID user\n#include \"" + source.string() + "\"\n";
