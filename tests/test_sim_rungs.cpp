@@ -1,9 +1,11 @@
 // Every CUDA rung in the simulator, one test per (op, rung) so ctest runs them side by side:
-// every config on every check case against the float64 reference, on outputs shifted off 16-byte
-// boundaries (the head and scalar paths the aligned harness buffers never take), reduce max over
-// negative and mixed-sign inputs; and every kernel a config declares is launched somewhere in
-// that sweep, so that the static claims (test_cuda_static.cpp), made on the declared kernels,
-// describe code that runs. Planted: a config that leaves out a kernel it launches fails the check.
+// every config on every check case against the float64 reference with the race check on (each
+// launch run with the threads between barriers forward and reversed; a difference fails the
+// case), on outputs shifted off 16-byte boundaries (the head and scalar paths the aligned harness
+// buffers never take), reduce max over negative and mixed-sign inputs; and every kernel a config
+// declares is launched somewhere in that sweep, so that the static claims (test_cuda_static.cpp),
+// made on the declared kernels, describe code that runs. Planted: a config that leaves out a
+// kernel it launches fails the check; a rung with a missing barrier fails (test_user_rung.cpp).
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
@@ -25,6 +27,9 @@
 #include "kernelab/op.h"
 #include "kernelab/rng.h"
 #include "kernelab/tensor.h"
+#ifdef KERNELAB_HAVE_SIM_OPS
+#include "sim/launch.h"
+#endif
 
 namespace {
 
@@ -104,6 +109,13 @@ std::vector<const void*> run_shifted(const kl::Op& op, const kl::Variant& v, con
   return log.kernels();
 }
 
+// The race check on for one test's duration.
+struct RaceCheckOn {
+  bool was = kl::sim::options().race_check;
+  RaceCheckOn() { kl::sim::options().race_check = true; }
+  ~RaceCheckOn() { kl::sim::options().race_check = was; }
+};
+
 int64_t output_elements(const kl::Op& op, const kl::Problem& p) {
   int64_t n = 0;
   for (const kl::TensorSpec& t : op.outputs(p))
@@ -128,6 +140,7 @@ TEST_P(SimRung, EveryConfigPassesAndLaunchesEveryKernelItDeclares) {
   const kl::Op& op = kl::find_op(GetParam().op);
   const kl::Variant& v = *op.find_variant(GetParam().variant);
   ASSERT_TRUE(v.runs_on(Backend::sim)) << "no simulator build";
+  const RaceCheckOn race_check;
   std::map<std::string, std::set<std::string>> launched;  // config -> kernel names
   uint64_t seed = 7 + std::hash<std::string>{}(v.name) % 1000;
   int checked = 0;

@@ -2,8 +2,9 @@
 // seen (tests/data/rungs/softmax_warp_online.cu) passes the op's whole sweep in the simulator; a
 // subtly wrong one (the last partial chunk of 32 columns dropped) fails and names a shape whose
 // column count is not a multiple of 32; a file that does not compile shows the compiler's message
-// on its own line and exits 2, as a rung of another op or another backend does; `sim profile
-// --rung` counts the user's kernel beside the built-in ones.
+// on its own line and exits 2, as a rung of another op or another backend does; a rung with a
+// race fails `check --race-check`; `sim profile --rung` counts the user's kernel beside the
+// built-in ones.
 #include "test_sim_util.h"
 #if KERNELAB_HAVE_SIM
 #include <gmock/gmock.h>
@@ -64,6 +65,24 @@ TEST(UserRung, AFileThatDoesNotCompileShowsTheCompilersMessageOnItsOwnLine) {
   const CliResult cpu = run_kernelab("check softmax --backend cpu --rung " + rung_file("softmax_warp_online.cu"), kCache);
   EXPECT_EQ(cpu.code, 2);
   EXPECT_THAT(cpu.err, HasSubstr("a rung file runs on --backend sim or cuda"));
+}
+
+// The planted race (tests/data/rungs/reduce_tree_missing_barrier.cu) leaves the usual thread
+// order's answer right often enough that a plain check need not see it; --race-check fails every
+// shape where it shows, exit 1, with the simulator's message as the first failure.
+TEST(UserRung, TheRaceCheckFailsARungWithAMissingBarrier) {
+  const CliResult r = run_kernelab("check reduce --race-check --rung " + rung_file("reduce_tree_missing_barrier.cu") + " --json", kCache);
+  EXPECT_EQ(r.code, 1) << r.err;
+  const nlohmann::json j = nlohmann::json::parse(r.out);
+  EXPECT_EQ(j["passed"], false);
+  ASSERT_FALSE(j["results"].empty());
+  for (const nlohmann::json& row : j["results"]) {
+    EXPECT_GT(row["failed"].get<int>(), 0) << row.dump();
+    EXPECT_THAT(row["first_failure"].get<std::string>(), HasSubstr("race in kernel '(reduce_tree_racy<E, Op>)'")) << row.dump();
+  }
+  const CliResult cuda = run_kernelab("check reduce --race-check --backend cuda --rung " + rung_file("reduce_tree_missing_barrier.cu"), kCache);
+  EXPECT_EQ(cuda.code, 2);
+  EXPECT_THAT(cuda.err, HasSubstr("--race-check runs in the simulator"));
 }
 
 TEST(UserRung, SimProfileCountsTheUsersKernelBesideTheBuiltInOnes) {

@@ -1,3 +1,5 @@
+#include <cstdlib>
+
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
@@ -10,7 +12,7 @@ namespace {
 struct CheckFlags {
   std::vector<std::string> ops, variants, configs;
   std::string backend, rung_file;
-  bool json = false;
+  bool json = false, race_check = false;
   uint64_t seed = 1;
   ProblemFlags problem;
 };
@@ -65,9 +67,16 @@ void add_check(CLI::App& app) {
   sub->add_option("--rung", f.rung_file, "a rung file of your own (FILE.cu, written as src/ops/*/cuda/*.cu are), checked in the simulator");
   sub->add_option("--config", f.configs, "configs to check (default: all)")->delimiter(',');
   sub->add_option("--seed", f.seed, "base seed of the random inputs");
+  sub->add_flag("--race-check", f.race_check,
+                "in the simulator, run every launch with the threads between barriers in forward and in reversed order; a difference is a race and fails the case");
   sub->add_flag("--json", f.json, "print one JSON object");
   f.problem.attach(*sub);
   sub->callback([] {
+    if (f.race_check) {  // read by the simulator's options at its first launch
+      if (!f.backend.empty() && f.backend != "sim") bad_input("--race-check runs in the simulator: --backend sim");
+      f.backend = "sim";
+      setenv("KERNELAB_SIM_RACE_CHECK", "1", 1);
+    }
     if (!f.rung_file.empty()) {  // the file's rungs, on the simulator, unless --variant names others too
       if (f.ops.size() > 1) bad_input("--rung: name one op, or none (the file declares it)");
       if (!f.backend.empty() && f.backend != "sim" && f.backend != "cuda") bad_input("--rung: a rung file runs on --backend sim or cuda");

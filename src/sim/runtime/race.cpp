@@ -3,6 +3,7 @@
 // the memory they could write compared byte for byte. Race-free code gives equal bytes: CUDA
 // promises no order between barriers, so a result that depends on it is a race. Floating
 // atomics are the one legal order dependence; differences within their rounding are a note.
+#include <algorithm>
 #include <cmath>
 #include <cstdio>
 #include <cstring>
@@ -14,22 +15,36 @@
 namespace kl::sim {
 namespace {
 
-bool close(double a, double b) {
-  return a == b || (std::isfinite(a) && std::isfinite(b) && std::fabs(a - b) <= 1e-5 * std::max(std::fabs(a), std::fabs(b)));
+// Largest finite magnitude of a buffer's words read as T: the scale of a sum in it.
+template <class T> double largest(const char* p, std::size_t bytes) {
+  double m = 0;
+  for (std::size_t w = 0; w + sizeof(T) <= bytes; w += sizeof(T)) {
+    T v;
+    std::memcpy(&v, p + w, sizeof v);
+    if (std::isfinite(v)) m = std::max(m, std::fabs(double(v)));
+  }
+  return m;
 }
 
-// Whether the word at `offset` differs only as two float atomics' orders could make it.
-bool rounding_only(const char* x, const char* y, std::size_t offset, std::size_t bytes) {
+// Within the rounding two orders of float atomic adds give: relative to the buffer's largest
+// value, not the word's own (a sum that cancels to 1e-5 of its terms keeps their rounding).
+bool close(double a, double b, double scale) {
+  return a == b || (std::isfinite(a) && std::isfinite(b) && std::fabs(a - b) <= 1e-5 * std::max({std::fabs(a), std::fabs(b), scale}));
+}
+
+// Whether the word at `offset` differs only as two float atomics' orders could make it;
+// `scale4` and `scale8` are the buffer's largest values read as floats and as doubles.
+bool rounding_only(const char* x, const char* y, std::size_t offset, std::size_t bytes, double scale4, double scale8) {
   const std::size_t w4 = offset & ~std::size_t(3), w8 = offset & ~std::size_t(7);
   if (w4 + 4 <= bytes) {
     float a, b;
     std::memcpy(&a, x + w4, 4), std::memcpy(&b, y + w4, 4);
-    if (close(a, b)) return true;
+    if (close(a, b, scale4)) return true;
   }
   if (w8 + 8 <= bytes) {
     double a, b;
     std::memcpy(&a, x + w8, 8), std::memcpy(&b, y + w8, 8);
-    if (close(a, b)) return true;
+    if (close(a, b, scale8)) return true;
   }
   return false;
 }
@@ -84,10 +99,16 @@ RaceResult check_races(Span<Buffer> buffers, const std::function<void()>& launch
   for (std::size_t i = 0; i < buffers.size(); ++i) {
     const char* x = forward[i].data();
     const char* y = static_cast<const char*>(buffers[i].ptr);
+    double scale4 = -1, scale8 = -1;  // computed at the buffer's first difference
     for (std::size_t k = 0; k < buffers[i].bytes; ++k) {
       if (x[k] == y[k]) continue;
       if (differing++ == 0) first_buffer = i, first_offset = k;
-      only_rounding = only_rounding && float_atomics_used && rounding_only(x, y, k, buffers[i].bytes);
+      if (!only_rounding || !float_atomics_used) {
+        only_rounding = false;
+        continue;
+      }
+      if (scale4 < 0) scale4 = largest<float>(x, buffers[i].bytes), scale8 = largest<double>(x, buffers[i].bytes);
+      only_rounding = rounding_only(x, y, k, buffers[i].bytes, scale4, scale8);
     }
   }
   if (differing == 0) return finish({});
