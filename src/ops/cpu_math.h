@@ -18,7 +18,13 @@ struct Half { uint16_t bits; };
 struct BHalf { uint16_t bits; };
 
 inline float to_float(float x) { return x; }
-inline float to_float(Half x) { return f16_to_float(x.bits); }
+inline float to_float(Half x) {  // F16C's vcvtph2ps where the build has it: the library call is ~30x slower
+#if defined(__F16C__)
+  return _cvtsh_ss(x.bits);
+#else
+  return f16_to_float(x.bits);
+#endif
+}
 inline float to_float(BHalf x) {  // bf16 is the top half of a float: exact by a shift
   uint32_t u = static_cast<uint32_t>(x.bits) << 16;
   float f;
@@ -27,8 +33,20 @@ inline float to_float(BHalf x) {  // bf16 is the top half of a float: exact by a
 }
 template <class T> T from_float(float f);
 template <> inline float from_float<float>(float f) { return f; }
-template <> inline Half from_float<Half>(float f) { return Half{float_to_f16(f)}; }
-template <> inline BHalf from_float<BHalf>(float f) { return BHalf{float_to_bf16(f)}; }
+// Both round to nearest even, as float_to_f16 and float_to_bf16 do, NaN to their canonical 0x7FFF.
+template <> inline Half from_float<Half>(float f) {
+#if defined(__F16C__)
+  return Half{f != f ? uint16_t{0x7FFF} : static_cast<uint16_t>(_cvtss_sh(f, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC))};
+#else
+  return Half{float_to_f16(f)};
+#endif
+}
+template <> inline BHalf from_float<BHalf>(float f) {  // integer ops only: loops over it vectorise
+  uint32_t u;
+  std::memcpy(&u, &f, 4);
+  if ((u & 0x7FFFFFFFu) > 0x7F800000u) return BHalf{0x7FFF};
+  return BHalf{static_cast<uint16_t>((u + 0x7FFFu + ((u >> 16) & 1u)) >> 16)};
+}
 
 // Calls fn(T{}) with the storage type of a floating dtype the CPU variants take.
 template <class Fn> void with_float_type(DType t, Fn&& fn) {
@@ -94,6 +112,49 @@ inline float fast_exp(float x) {
   return p * scale;
 }
 
+#if defined(__AVX512F__)
+// fast_exp on 16 lanes: the same clamp, reduction and polynomial; n rounded by vrndscaleps and
+// 2^n applied by vscalefps (the compiler does not find either in fast_exp's scalar form).
+inline __m512 exp16(__m512 x) {
+  x = _mm512_min_ps(_mm512_max_ps(x, _mm512_set1_ps(-87.0f)), _mm512_set1_ps(88.0f));
+  const __m512 n = _mm512_roundscale_ps(_mm512_mul_ps(x, _mm512_set1_ps(1.44269504088896341f)),
+                                        _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
+  const __m512 r = _mm512_fmadd_ps(n, _mm512_set1_ps(-0.693145751953125f),
+                                   _mm512_fmadd_ps(n, _mm512_set1_ps(-1.428606765330187e-06f), x));
+  __m512 p = _mm512_set1_ps(1.0f / 720);
+  for (float c : {1.0f / 120, 1.0f / 24, 1.0f / 6, 0.5f, 1.0f, 1.0f}) p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(c));
+  return _mm512_scalef_ps(p, n);
+}
+#endif
+
+#if defined(__AVX512F__) && defined(__AVX512BW__) && defined(__AVX512VL__)
+#define KL_CPU_AVX512 1
+// 16 elements as floats, lanes outside `m` zero: fp16 by vcvtph2ps, bf16 by a shift.
+inline __m512 load16(const float* p, __mmask16 m) { return _mm512_maskz_loadu_ps(m, p); }
+inline __m512 load16(const Half* p, __mmask16 m) { return _mm512_cvtph_ps(_mm256_maskz_loadu_epi16(m, p)); }
+inline __m512 load16(const BHalf* p, __mmask16 m) {
+  return _mm512_castsi512_ps(_mm512_slli_epi32(_mm512_cvtepu16_epi32(_mm256_maskz_loadu_epi16(m, p)), 16));
+}
+// 16 floats stored as T in the lanes of `m`, rounded as from_float<T> rounds.
+inline void store16(float* p, __m512 v, __mmask16 m) { _mm512_mask_storeu_ps(p, m, v); }
+inline void store16(Half* p, __m512 v, __mmask16 m) {
+  const __m256i h = _mm512_cvtps_ph(v, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
+  const __mmask16 nan = _mm512_cmp_ps_mask(v, v, _CMP_UNORD_Q);
+  _mm256_mask_storeu_epi16(p, m, _mm256_mask_mov_epi16(h, nan, _mm256_set1_epi16(0x7FFF)));
+}
+inline void store16(BHalf* p, __m512 v, __mmask16 m) {
+  const __m512i u = _mm512_castps_si512(v);
+  const __m512i lsb = _mm512_and_si512(_mm512_srli_epi32(u, 16), _mm512_set1_epi32(1));
+  __m512i r = _mm512_srli_epi32(_mm512_add_epi32(u, _mm512_add_epi32(lsb, _mm512_set1_epi32(0x7FFF))), 16);
+  r = _mm512_mask_mov_epi32(r, _mm512_cmp_ps_mask(v, v, _CMP_UNORD_Q), _mm512_set1_epi32(0x7FFF));
+  _mm256_mask_storeu_epi16(p, m, _mm512_cvtepi32_epi16(r));
+}
+inline __mmask16 lanes(int64_t n) { return n >= 16 ? __mmask16(0xFFFF) : static_cast<__mmask16>((1u << n) - 1); }
+#endif
+
+// Asks for the 64-byte line at p in L2 (a row computed on now while the next row's lines arrive).
+inline void prefetch_l2(const void* p) { __builtin_prefetch(p, 0, 2); }
+
 // erfc(x), branch-free so loops over it vectorise: Numerical Recipes' erfcc (Press et al., 2nd ed.,
 // section 6.2: a Chebyshev fit, fractional error under 1.2e-7), its exp by fast_exp, and
 // erfc(x) = 2 - erfc(-x) below zero. std::erfc is a scalar libm call: bias_gelu's fused CPU rung ran at
@@ -125,6 +186,16 @@ inline void stream_row(float* dst, const float* src, int64_t n) {
   for (; j + 8 <= n; j += 8) _mm256_stream_ps(dst + j, _mm256_loadu_ps(src + j));
 #endif
   for (; j < n; ++j) dst[j] = src[j];
+}
+
+// dst[0, n) = src * k, streamed as stream_row does.
+inline void stream_row_scaled(float* dst, const float* src, int64_t n, float k) {
+  int64_t j = 0;
+#if defined(__AVX512F__)
+  for (; j < n && (reinterpret_cast<uintptr_t>(dst + j) & 63) != 0; ++j) dst[j] = src[j] * k;
+  for (; j + 16 <= n; j += 16) _mm512_stream_ps(dst + j, _mm512_mul_ps(_mm512_loadu_ps(src + j), _mm512_set1_ps(k)));
+#endif
+  for (; j < n; ++j) dst[j] = src[j] * k;
 }
 
 inline void stream_fence() { _mm_sfence(); }

