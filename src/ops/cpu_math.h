@@ -188,6 +188,22 @@ inline void stream_row(float* dst, const float* src, int64_t n) {
   for (; j < n; ++j) dst[j] = src[j];
 }
 
+#if defined(KL_CPU_AVX512)
+// fast_erfc on 16 lanes: the same fit, 1 / (1 + z/2) by vrcp14ps and one Newton step.
+inline __m512 erfc16(__m512 x) {
+  const __m512 z = _mm512_abs_ps(x);
+  const __m512 d = _mm512_fmadd_ps(_mm512_set1_ps(0.5f), z, _mm512_set1_ps(1.0f));
+  __m512 t = _mm512_rcp14_ps(d);
+  t = _mm512_mul_ps(t, _mm512_fnmadd_ps(d, t, _mm512_set1_ps(2.0f)));
+  __m512 q = _mm512_fmadd_ps(_mm512_set1_ps(0.17087277f), t, _mm512_set1_ps(-0.82215223f));
+  for (float c : {1.48851587f, -1.13520398f, 0.27886807f, -0.18628806f, 0.09678418f, 0.37409196f, 1.00002368f})
+    q = _mm512_fmadd_ps(q, t, _mm512_set1_ps(c));
+  const __m512 arg = _mm512_fnmadd_ps(z, z, _mm512_fmadd_ps(t, q, _mm512_set1_ps(-1.26551223f)));
+  const __m512 tail = _mm512_mul_ps(t, exp16(arg));
+  return _mm512_mask_sub_ps(tail, _mm512_cmp_ps_mask(x, _mm512_setzero_ps(), _CMP_LT_OQ), _mm512_set1_ps(2.0f), tail);
+}
+#endif
+
 // dst[0, n) = src * k, streamed as stream_row does.
 inline void stream_row_scaled(float* dst, const float* src, int64_t n, float k) {
   int64_t j = 0;
