@@ -44,8 +44,8 @@ template <> inline Half from_float<Half>(float f) {
 template <> inline BHalf from_float<BHalf>(float f) {  // integer ops only: loops over it vectorise
   uint32_t u;
   std::memcpy(&u, &f, 4);
-  if ((u & 0x7FFFFFFFu) > 0x7F800000u) return BHalf{0x7FFF};
-  return BHalf{static_cast<uint16_t>((u + 0x7FFFu + ((u >> 16) & 1u)) >> 16)};
+  const uint32_t rounded = (u + 0x7FFFu + ((u >> 16) & 1u)) >> 16;
+  return BHalf{static_cast<uint16_t>((u & 0x7FFFFFFFu) > 0x7F800000u ? 0x7FFFu : rounded)};
 }
 
 // Calls fn(T{}) with the storage type of a floating dtype the CPU variants take.
@@ -155,6 +155,19 @@ inline __mmask16 lanes(int64_t n) { return n >= 16 ? __mmask16(0xFFFF) : static_
 // Asks for the 64-byte line at p in L2 (a row computed on now while the next row's lines arrive).
 inline void prefetch_l2(const void* p) { __builtin_prefetch(p, 0, 2); }
 
+// body(j0, j1) over [0, n) in chunks of 256, the lines of next[j0, j1) asked into L2 before each:
+// a pass over a row in L1 that brings the next row in as it goes, a few lines at a time (a burst
+// of a whole row's prefetches would wait on the core's few outstanding misses).
+template <class T, class Body> void with_next_row_prefetched(const T* next, int64_t n, Body&& body) {
+  constexpr int64_t kChunk = 256;
+  for (int64_t j0 = 0; j0 < n; j0 += kChunk) {
+    const int64_t j1 = j0 + kChunk < n ? j0 + kChunk : n;
+    if (next)
+      for (int64_t k = j0; k < j1; k += 64 / int64_t(sizeof(T))) prefetch_l2(next + k);
+    body(j0, j1);
+  }
+}
+
 // erf(x), branch-free so loops over it vectorise: x P(x^2) / Q(x^2), degrees 5 and 5, fitted here
 // to erf on [0, 3.9] (scripts/fit-erf.py: Loeb's reweighted least squares in 30-digit arithmetic,
 // largest error 1.7e-8;
@@ -228,7 +241,12 @@ template <class T> void write_row(T* dst, const float* src, int64_t n) {
   if constexpr (std::is_same_v<T, float>) {
     stream_row(dst, src, n);
   } else {
+#if defined(KL_CPU_AVX512)
+    for (int64_t j = 0; j < n; j += 16) store16(dst + j, _mm512_loadu_ps(src + j), lanes(n - j));
+#else
+#pragma omp simd
     for (int64_t j = 0; j < n; ++j) dst[j] = from_float<T>(src[j]);
+#endif
   }
 }
 
