@@ -20,8 +20,13 @@ using clk = std::chrono::steady_clock;
 
 double seconds_since(clk::time_point t0) { return std::chrono::duration<double>(clk::now() - t0).count(); }
 
-// STREAM triad over arrays well past the last-level cache; best of several repetitions. The
-// arrays are allocated as tensors are, so the ceiling and the ops see the same page policy.
+typedef double v2d __attribute__((vector_size(16)));
+
+// STREAM triad over arrays well past the last-level cache; best of several repetitions, each
+// timing the loop as the compiler vectorised it and the same loop in 16-byte vectors: on a Zen 4
+// VM the native build's 64-byte stores moved 50 GB/s where 16-byte ones moved 63, and the ceiling
+// is what the memory can do. The arrays are allocated as tensors are, so the ceiling and the ops
+// see the same page policy.
 double measure_triad(size_t n, int reps) {
   Tensor ta = Tensor::host(DType::f64, {static_cast<int64_t>(n)}), tb = Tensor::host(DType::f64, {static_cast<int64_t>(n)}),
          tc = Tensor::host(DType::f64, {static_cast<int64_t>(n)});
@@ -34,10 +39,17 @@ double measure_triad(size_t n, int reps) {
   }
   const double s = 3.0;
   double best = 1e30;
+  const size_t pairs = n / 2;  // n is even; the arrays are 64-byte aligned
+  v2d *a2 = reinterpret_cast<v2d*>(a);
+  const v2d *b2 = reinterpret_cast<const v2d*>(b), *c2 = reinterpret_cast<const v2d*>(c);
   for (int r = 0; r < reps; ++r) {
     auto t0 = clk::now();
 #pragma omp parallel for schedule(static)
     for (size_t i = 0; i < n; ++i) a[i] = b[i] + s * c[i];
+    best = std::min(best, seconds_since(t0));
+    t0 = clk::now();
+#pragma omp parallel for schedule(static)
+    for (size_t i = 0; i < pairs; ++i) a2[i] = b2[i] + s * c2[i];
     best = std::min(best, seconds_since(t0));
   }
   if (a[n / 2] != b[n / 2] + s * c[n / 2]) runtime_failure("probe: triad computed a wrong value");
