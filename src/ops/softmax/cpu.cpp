@@ -4,7 +4,6 @@
 //              memory once, exp is a vectorised polynomial (one exp per element), the next row
 //              is prefetched into L2 during this row's exps, and fp32 rows are written with
 //              streaming stores (no write-allocate read of y).
-#include <algorithm>
 #include <cmath>
 #include <type_traits>
 
@@ -43,20 +42,16 @@ template <class T> void naive(const SoftmaxParams& p, const Args& a) {
 // next row's lines are asked into L2, so that its (memory-bound) max pass finds them there and
 // the memory works under this row's exps instead of after them.
 template <class T> float exp_pass(const T* xr, const T* next, float* e, int64_t valid, float scale, float m) {
-  constexpr int64_t kChunk = 256;  // floats between prefetch bursts: 16 lines
   float s = 0;
-  for (int64_t j0 = 0; j0 < valid; j0 += kChunk) {
-    const int64_t end = std::min(valid, j0 + kChunk);
-    if (next)
-      for (int64_t k = j0; k < end; k += 64 / int64_t(sizeof(T))) cpu::prefetch_l2(next + k);
-    float sc = 0;
-#pragma omp simd reduction(+ : sc)
-    for (int64_t j = j0; j < end; ++j) {
+  cpu::with_next_row_prefetched(next, valid, [&](int64_t j0, int64_t j1) {
+    float part = 0;
+#pragma omp simd reduction(+ : part)
+    for (int64_t j = j0; j < j1; ++j) {
       e[j] = cpu::fast_exp(scale * to_float(xr[j]) - m);
-      sc += e[j];
+      part += e[j];
     }
-    s += sc;
-  }
+    s += part;
+  });
   return s;
 }
 
