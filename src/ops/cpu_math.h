@@ -170,9 +170,8 @@ template <class T, class Body> void with_next_row_prefetched(const T* next, int6
 
 // erf(x), branch-free so loops over it vectorise: x P(x^2) / Q(x^2), degrees 5 and 5, fitted here
 // to erf on [0, 3.9] (scripts/fit-erf.py: Loeb's reweighted least squares in 30-digit arithmetic,
-// largest error 1.7e-8;
-// evaluated in float, 3.2e-7 against libm's erf every 1e-4 on [-6, 6]),
-// and +-1 exactly past +-3.9 (erf(3.9) = 1 - 3.5e-8), so that 1 + erf(x) is 0 there, not a rounding
+// largest error 1.7e-8; evaluated in float, 3.2e-7 against libm's erf every 1e-4 on [-6, 6]), and
+// +-1 exactly past +-3.9 (erf(3.9) = 1 - 3.5e-8), so that 1 + erf(x) is 0 there, not a rounding
 // of the fit. Half the operations of an exp-based erfc; std::erf is a scalar libm call (bias_gelu's
 // fused CPU rung ran at 2% of triad on std::erfc).
 inline constexpr float kErfP[6] = {1.1283790934765699f, 0.19030041013989099f, 0.052753681824588862f,
@@ -223,8 +222,8 @@ inline void stream_row(float* dst, const float* src, int64_t n) {
   for (; j < n; ++j) dst[j] = src[j];
 }
 
-
-// dst[0, n) = src * k, streamed as stream_row does.
+// dst[0, n) = src * k, streamed as stream_row does (kept apart from it: a transpose streams raw
+// bits through stream_row, which a multiply by 1 would change for a signalling NaN's pattern).
 inline void stream_row_scaled(float* dst, const float* src, int64_t n, float k) {
   int64_t j = 0;
 #if defined(__AVX512F__)

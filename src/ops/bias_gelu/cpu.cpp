@@ -4,7 +4,6 @@
 //   cpu_fused:   one pass: the sum never leaves a register, rows spread over cores, erfc vectorised
 //                (on AVX-512 in intrinsics, fp32 rows streamed out).
 #include <cmath>
-#include <type_traits>
 #include <vector>
 
 #include "ops/bias_gelu/bias_gelu.h"
@@ -50,11 +49,7 @@ template <class T> void fused_row_avx512(const T* xr, const T* next, const T* b,
     const __m512 ht = _mm512_mul_ps(half, t);
     _mm512_storeu_ps(e + j, _mm512_fmadd_ps(ht, cpu::erf16(_mm512_mul_ps(t, k)), ht));
   }
-  if constexpr (std::is_same_v<T, float>) {
-    cpu::stream_row(yr, e, cols);
-  } else {
-    for (int64_t j = 0; j < cols; j += 16) cpu::store16(yr + j, _mm512_loadu_ps(e + j), cpu::lanes(cols - j));
-  }
+  cpu::write_row(yr, e, cols);
 }
 #endif
 
