@@ -33,7 +33,7 @@ os.makedirs(os.path.dirname(out), exist_ok=True)
 command = "kernelab bench OP --backend cpu --rows 16384 --cols 8192 --dtype DTYPE --max-seconds 0.5 --json"
 json.dump({"command": command, "probe": probe, "points": points}, open(out, "w"), indent=2)
 print(f"wrote {out}")
-print(f"{probe['cpu']}: {probe['threads']} threads, ISA {probe['isa_build']} build on {probe['isa_cpu']}, "
+print(f"{probe['cpu']}: {probe['threads']} threads, {probe['isa_used']} rungs ({probe['isa_extensions']}) on an {probe['isa_cpu']} CPU, "
       f"huge pages {probe['huge_pages']}, triad {probe['triad_bytes_per_s'] / 1e9:.1f} GB/s")
 for p in points:
     print(f"{p['op']:<10} {p['variant']:<12} {p['dtype']:<5} {p['median_s']*1e3:8.1f} ms {p['gbps']:6.1f} GB/s {p['pct_of_bound']:6.1f}% of bound")

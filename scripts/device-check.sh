@@ -105,7 +105,7 @@ else
     for f in .device-deps/*.deb; do dpkg -x "$f" "$prefix"; done
     export CMAKE_PREFIX_PATH="$prefix/usr" CPATH="$prefix/usr/include"
     export LIBRARY_PATH="$prefix/usr/lib/x86_64-linux-gnu" LD_LIBRARY_PATH="$prefix/usr/lib/x86_64-linux-gnu:$LD_LIBRARY_PATH"
-    cmake -S . -B build-device -G Ninja -DCMAKE_BUILD_TYPE=Release -DKERNELAB_NATIVE=OFF \
+    cmake -S . -B build-device -G Ninja -DCMAKE_BUILD_TYPE=Release \
       "-DKERNELAB_CUDA_GENCODE=-gencode=arch=compute_90a,code=sm_90a" && cmake --build build-device --target kernelab -j "$(nproc)"
   }
   export -f build_there

@@ -2,7 +2,7 @@
 # Run here, before a device call: builds what scripts/device-check.sh runs on the lent GPU so the
 # GPU's minutes go to running, not compiling. Writes .device-bin/, packed as .device-bin.tar.xz
 # (ignored; the device call carries the archive and device-check.sh unpacks it):
-#   kernelab      the CLI for sm_90a only, without -march=native (the GPU machine's CPU is another)
+#   kernelab      the CLI for sm_90a only (its CPU rungs pick their x86 level at run time)
 #   lib/          the shared libraries it needs that the GPU image may lack (MPI, OpenBLAS, fmt,
 #                 simdjson, boost, cudart, CUPTI); glibc, libstdc++ and NCCL, cuBLAS, cuDNN are the image's
 #   sim/          tests/sim programs built for sm_90a (the simulator's twins run on the real chip)
@@ -14,7 +14,7 @@ build=${KERNELAB_PREP_BUILD:-build-device}
 gencode="-gencode=arch=compute_90a,code=sm_90a"
 launchers=()
 command -v ccache >/dev/null && launchers=(-DCMAKE_CXX_COMPILER_LAUNCHER=ccache -DCMAKE_CUDA_COMPILER_LAUNCHER=ccache)
-cmake -S . -B "$build" -G Ninja -DCMAKE_BUILD_TYPE=Release -DKERNELAB_NATIVE=OFF "-DKERNELAB_CUDA_GENCODE=$gencode" \
+cmake -S . -B "$build" -G Ninja -DCMAKE_BUILD_TYPE=Release "-DKERNELAB_CUDA_GENCODE=$gencode" \
   "${launchers[@]}" >/dev/null
 cmake --build "$build" --target kernelab -j "$(nproc)"
 

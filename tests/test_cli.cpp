@@ -30,23 +30,29 @@ using ::testing::Not;
 using Result = kl::test::CliResult;
 using kl::test::slurp;
 
+// Host ceilings stored at path for this CPU, thread count and the given level of the CPU rungs,
+// written by the library's own serializer: what load_or_probe_host accepts without probing.
+void store_ceilings(const fs::path& path, const kl::HostIsa& isa) {
+  kl::HostCeilings h;
+  h.cpu = kl::host_cpu_name();
+  h.isa = isa;
+  h.threads = omp_get_max_threads();
+  h.triad_bytes_per_s = 10e9;
+  h.triad_array_bytes = 512.0 * (1 << 20);
+  h.fma_flops_1t = 50e9;
+  h.fma_flops_all = 100e9;
+  h.measured_at = "2000-01-01T00:00:00Z (test fixture)";
+  h.path = path.string();
+  std::ofstream(h.path) << kl::host_ceilings_json(h).dump(2) << "\n";
+}
+
 // The scratch folder, with stored host ceilings, so no run probes the machine (and none writes
-// to the user's cache): the file is written by the library's own serializer for this CPU and
-// thread count, which is what load_or_probe_host accepts.
+// to the user's cache).
 const fs::path& temp_dir() {
   static const fs::path dir = [] {
     const fs::path d = kl::test::scratch_dir();
-    kl::HostCeilings h;
-    h.cpu = kl::host_cpu_name();
-    h.threads = omp_get_max_threads();
-    h.triad_bytes_per_s = 10e9;
-    h.triad_array_bytes = 512.0 * (1 << 20);
-    h.fma_flops_1t = 50e9;
-    h.fma_flops_all = 100e9;
-    h.measured_at = "2000-01-01T00:00:00Z (test fixture)";
-    h.path = (d / "host-ceilings.json").string();
-    std::ofstream(h.path) << kl::host_ceilings_json(h).dump(2) << "\n";
-    setenv("KERNELAB_PROBE_FILE", h.path.c_str(), 1);
+    store_ceilings(d / "host-ceilings.json", kl::host_isa());
+    setenv("KERNELAB_PROBE_FILE", (d / "host-ceilings.json").c_str(), 1);
     return d;
   }();
   return dir;
@@ -164,6 +170,22 @@ INSTANTIATE_TEST_SUITE_P(
         BadCase{"MissingSubcommand", "", "subcommand"},
         BadCase{"UnknownFlag", "bench softmax --no-such-flag 3" + kFast, "--no-such-flag"}),
     [](const ::testing::TestParamInfo<BadCase>& info) { return info.param.name; });
+
+// KERNELAB_CPU_ISA picks the build the CPU rungs run; the CPU device names it in every point,
+// and a level unknown (or one this CPU cannot run) is refused with exit 2 before any work.
+TEST(Cli, CpuIsaChosenByTheEnvironment) {
+  kl::HostIsa generic = kl::host_isa();
+  generic.used = "generic";
+  const fs::path ceilings = temp_dir() / "generic-ceilings.json";
+  store_ceilings(ceilings, generic);
+  Result r = kl::test::run_kernelab("bench reduce --backend cpu --rows 64 --cols 4096 --dtype f32 --json --max-seconds 0.05",
+                                    "KERNELAB_CPU_ISA=generic KERNELAB_PROBE_FILE='" + ceilings.string() + "'");
+  ASSERT_EQ(r.code, 0) << r.err;
+  EXPECT_THAT(r.out, HasSubstr("generic rungs on an"));
+  Result bad = kl::test::run_kernelab("list", "KERNELAB_CPU_ISA=avx10");
+  EXPECT_EQ(bad.code, 2);
+  EXPECT_THAT(bad.err, HasSubstr("unknown CPU instruction-set level 'avx10' (choices: generic, avx2, avx512)"));
+}
 
 TEST(Cli, CheckTransposeAndReducePasses) {
   Result r = run("check transpose reduce --backend cpu");

@@ -20,6 +20,7 @@
 #include "kernelab/ladder.h"
 #include "kernelab/op.h"
 #include "kernelab/tensor.h"
+#include "ops/cpu_isa.h"
 #include "ops/softmax/softmax.h"
 
 namespace {
@@ -454,13 +455,22 @@ kl::CheckResult check_one(const Op& op, const Variant& v, const Problem& p, kl::
   return kl::check_variant(op, v, v.configs.front(), kl::prepare(op, p, seed), dev);
 }
 
-// Every CPU variant of one op on every check case of one dtype.
-// Parameters are (op name, dtype name): readable in test names and failure messages.
-class AllVariants : public ::testing::TestWithParam<std::tuple<std::string, std::string>> {};
+// Sets the x86 level the CPU rungs run for one scope (src/ops/cpu_isa.h).
+struct CpuIsaScope {
+  kl::cpu::Isa before = kl::cpu::isa();
+  explicit CpuIsaScope(kl::cpu::Isa isa) { kl::cpu::set_isa(isa); }
+  ~CpuIsaScope() { kl::cpu::set_isa(before); }
+};
+
+// Every CPU variant of one op on every check case of one dtype, in the build of one x86 level
+// (each level this CPU runs: on an AVX-512 machine all three builds are checked).
+// Parameters are (op name, dtype name, level): readable in test names and failure messages.
+class AllVariants : public ::testing::TestWithParam<std::tuple<std::string, std::string, std::string>> {};
 
 TEST_P(AllVariants, PassEveryCheckCase) {
   const Op& op = kl::find_op(std::get<0>(GetParam()));
   const DType dtype = kl::parse_dtype(std::get<1>(GetParam())).value();
+  const CpuIsaScope level(kl::cpu::parse_isa(std::get<2>(GetParam())));
   kl::Device& cpu = cpu_device();
   uint64_t seed = 0xC0FFEE + static_cast<uint64_t>(dtype) * 100000 + std::hash<std::string>{}(op.name) % 1000;
   int ran = 0;
@@ -486,22 +496,40 @@ TEST_P(AllVariants, PassEveryCheckCase) {
   EXPECT_GT(ran, 0);
 }
 
-std::vector<std::tuple<std::string, std::string>> op_dtype_pairs() {
-  std::vector<std::tuple<std::string, std::string>> out;
+std::vector<std::tuple<std::string, std::string, std::string>> op_dtype_levels() {
+  std::vector<std::tuple<std::string, std::string, std::string>> out;
   for (const Op& op : kl::registry()) {
     // Experiments that only a GPU can run (occupancy, bank conflicts, divergence) have no CPU
     // variant; the simulator checks them (SimBackend.EveryCudaRungPassesInTheSimulator).
     const bool has_cpu = std::any_of(op.variants.begin(), op.variants.end(), [](const Variant& v) { return v.backend == Backend::cpu; });
     if (!has_cpu) continue;
-    for (DType t : op.dtypes) out.emplace_back(op.name, std::string(kl::dtype_name(t)));
+    for (DType t : op.dtypes)
+      for (kl::cpu::Isa isa : {kl::cpu::Isa::generic, kl::cpu::Isa::avx2, kl::cpu::Isa::avx512})
+        if (isa <= kl::cpu::isa_supported()) out.emplace_back(op.name, std::string(kl::dtype_name(t)), kl::cpu::isa_name(isa));
   }
   return out;
 }
 
-INSTANTIATE_TEST_SUITE_P(Registry, AllVariants, ::testing::ValuesIn(op_dtype_pairs()),
-                         [](const ::testing::TestParamInfo<std::tuple<std::string, std::string>>& info) {
-                           return std::get<0>(info.param) + "_" + std::get<1>(info.param);
+INSTANTIATE_TEST_SUITE_P(Registry, AllVariants, ::testing::ValuesIn(op_dtype_levels()),
+                         [](const ::testing::TestParamInfo<std::tuple<std::string, std::string, std::string>>& info) {
+                           return std::get<0>(info.param) + "_" + std::get<1>(info.param) + "_" + std::get<2>(info.param);
                          });
+
+// The level the CPU rungs run: the best this CPU runs unless chosen; a level the CPU cannot run
+// and an unknown name are refused with the choices named.
+TEST(CpuIsa, ChosenLevelIsCheckedAndNamed) {
+  EXPECT_LE(kl::cpu::isa(), kl::cpu::isa_supported());
+  for (kl::cpu::Isa isa : {kl::cpu::Isa::generic, kl::cpu::Isa::avx2, kl::cpu::Isa::avx512}) {
+    EXPECT_EQ(kl::cpu::parse_isa(kl::cpu::isa_name(isa)), isa);
+    if (isa > kl::cpu::isa_supported()) {
+      EXPECT_THAT(bad_input_message([&] { kl::cpu::set_isa(isa); }), HasSubstr("does not run"));
+    } else {
+      const CpuIsaScope level(isa);
+      EXPECT_EQ(kl::cpu::isa(), isa);
+    }
+  }
+  EXPECT_THAT(bad_input_message([] { kl::cpu::parse_isa("avx10"); }), HasSubstr("generic, avx2, avx512"));
+}
 
 TEST(CheckVariant, UnsupportedIsReportedWithItsReason) {
   const Op& op = kl::find_op("gemm");

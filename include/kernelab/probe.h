@@ -8,17 +8,18 @@
 
 namespace kl {
 
-// The host's vector ISA as kernelab's CPU rungs meet it: the widest this build's compiler targeted
-// ("avx512", "avx2", "sse2"), the widest the CPU offers, and transparent huge pages' mode
-// (/sys/kernel/mm/transparent_hugepage/enabled: "always", "madvise", "never", or "unknown").
+// The host's vector ISA as kernelab's CPU rungs meet it: the level they run ("generic", "avx2",
+// "avx512": chosen at run time, src/ops/cpu_isa.h) and its extensions, the best level the CPU
+// runs, and transparent huge pages' mode (/sys/kernel/mm/transparent_hugepage/enabled: "always",
+// "madvise", "never", or "unknown").
 struct HostIsa {
-  std::string build, cpu, huge_pages;
+  std::string used, extensions, cpu, huge_pages;
 };
 HostIsa host_isa();
 
 struct HostCeilings {
   std::string cpu;             // model name
-  HostIsa isa;                 // the build and CPU the ceilings were measured with (FMA peak depends on the build)
+  HostIsa isa;                 // the level and CPU the ceilings were measured with (the FMA peak depends on the level)
   int threads = 0;             // OpenMP threads used
   double triad_bytes_per_s = 0;  // STREAM triad a = b + s*c, 3 arrays of doubles counted (no write-allocate)
   double triad_array_bytes = 0;  // bytes of each array

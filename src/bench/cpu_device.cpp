@@ -18,9 +18,9 @@ namespace {
 class CpuDevice final : public Device {
  public:
   Backend backend() const override { return Backend::cpu; }
-  std::string name() const override {  // with the ISA its rungs were built for: a generic build is another machine
+  std::string name() const override {  // with the level its rungs run: the generic rungs are another machine
     const HostIsa isa = host_isa();
-    return fmt::format("{} ({} threads, {} build on an {} CPU, THP {})", host_cpu_name(), omp_get_max_threads(), isa.build, isa.cpu,
+    return fmt::format("{} ({} threads, {} rungs on an {} CPU, THP {})", host_cpu_name(), omp_get_max_threads(), isa.used, isa.cpu,
                        isa.huge_pages);
   }
   Tensor upload(const Tensor& host) override { return host.clone(); }

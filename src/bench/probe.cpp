@@ -12,6 +12,7 @@
 
 #include "kernelab/error.h"
 #include "kernelab/tensor.h"
+#include "bench/probe_cpu.h"
 
 namespace kl {
 
@@ -56,18 +57,14 @@ double measure_triad(size_t n, int reps) {
   return 3.0 * static_cast<double>(n) * sizeof(double) / best;
 }
 
-typedef float v16 __attribute__((vector_size(64)));
-
-// Ten independent FMA chains of 16 lanes: enough to cover FMA latency on current cores.
+// The FMA loop of the level the CPU rungs run (src/bench/probe_cpu.cpp).
 float fma_loop(long iters) {
-  v16 acc[10];
-  for (int k = 0; k < 10; ++k) acc[k] = v16{} + 0.001f * static_cast<float>(k);
-  const v16 m = v16{} + 0.999999f, add = v16{} + 0.000001f;
-  for (long i = 0; i < iters; ++i)
-    for (int k = 0; k < 10; ++k) acc[k] = acc[k] * m + add;
-  float sink = 0;
-  for (int k = 0; k < 10; ++k) sink += acc[k][0];
-  return sink;
+  switch (cpu::isa()) {
+    case cpu::Isa::avx512: return isa_avx512::probe_fma_loop(iters);
+    case cpu::Isa::avx2: return isa_avx2::probe_fma_loop(iters);
+    case cpu::Isa::generic: break;
+  }
+  return isa_generic::probe_fma_loop(iters);
 }
 
 // Best of three: every thread runs the FMA loop between two barriers; the span is timed, so
@@ -102,7 +99,8 @@ std::string utc_now() {
 
 nlohmann::json host_ceilings_json(const HostCeilings& h) {
   return {{"cpu", h.cpu},
-          {"isa_build", h.isa.build},
+          {"isa_used", h.isa.used},
+          {"isa_extensions", h.isa.extensions},
           {"isa_cpu", h.isa.cpu},
           {"huge_pages", h.isa.huge_pages},
           {"threads", h.threads},
@@ -161,19 +159,9 @@ GpuCeilings probe_gpu() { runtime_failure("probe: this build has no CUDA backend
 
 HostIsa host_isa() {
   HostIsa i;
-#if defined(__AVX512F__)
-  i.build = "avx512";
-#elif defined(__AVX2__)
-  i.build = "avx2";
-#else
-  i.build = "sse2";
-#endif
-#if defined(__x86_64__)
-  __builtin_cpu_init();
-  i.cpu = __builtin_cpu_supports("avx512f") ? "avx512" : __builtin_cpu_supports("avx2") ? "avx2" : "sse2";
-#else
-  i.build = i.cpu = "not x86";
-#endif
+  i.used = cpu::isa_name(cpu::isa());
+  i.extensions = cpu::isa_extensions(cpu::isa());
+  i.cpu = cpu::isa_name(cpu::isa_supported());
   std::ifstream f("/sys/kernel/mm/transparent_hugepage/enabled");  // "always [madvise] never": the chosen one bracketed
   std::string word;
   i.huge_pages = "unknown";
@@ -195,7 +183,7 @@ std::string host_ceilings_path() {
   const char* cache = std::getenv("XDG_CACHE_HOME");
   const char* home = std::getenv("HOME");
   std::string dir = cache ? std::string(cache) : (home ? std::string(home) + "/.cache" : "/tmp");
-  return dir + "/kernelab/host-ceilings.json";
+  return dir + "/kernelab/host-ceilings-" + host_isa().used + ".json";  // one per level: their FMA peaks differ
 }
 
 HostCeilings probe_host() {
@@ -223,7 +211,7 @@ HostCeilings load_or_probe_host(bool quiet) {
       nlohmann::json j = nlohmann::json::parse(f);
       HostCeilings h;
       h.cpu = j.at("cpu");
-      h.isa = {j.value("isa_build", ""), j.value("isa_cpu", ""), j.value("huge_pages", "")};
+      h.isa = {j.value("isa_used", ""), j.value("isa_extensions", ""), j.value("isa_cpu", ""), j.value("huge_pages", "")};
       h.threads = j.at("threads");
       h.triad_bytes_per_s = j.at("triad_bytes_per_s");
       h.triad_array_bytes = j.at("triad_array_bytes");
@@ -231,8 +219,8 @@ HostCeilings load_or_probe_host(bool quiet) {
       h.fma_flops_all = j.at("fma_flops_all");
       h.measured_at = j.at("measured_at");
       h.path = path;
-      // Another build's FMA peak (AVX-512 against SSE2: 4x) is not this one's: measured again then.
-      if (h.cpu == host_cpu_name() && h.isa.build == host_isa().build && h.threads == omp_get_max_threads() && h.triad_bytes_per_s > 0)
+      // Another level's FMA peak (AVX-512 against SSE2: 4x) is not this one's: measured again then.
+      if (h.cpu == host_cpu_name() && h.isa.used == host_isa().used && h.threads == omp_get_max_threads() && h.triad_bytes_per_s > 0)
         return h;
     } catch (const std::exception&) {
       // A stale or damaged file: measure again below.

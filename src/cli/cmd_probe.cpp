@@ -23,8 +23,8 @@ void add_probe(CLI::App& app) {
       fmt::print("{}\n", j.dump(2));
       return;
     }
-    fmt::print("cpu: {} ({} threads); vector ISA: {} build, the CPU has {}; transparent huge pages: {}\n", h.cpu, h.threads,
-               h.isa.build, h.isa.cpu, h.isa.huge_pages);
+    fmt::print("cpu: {} ({} threads); CPU rungs: {} ({}), the best this CPU runs: {}; transparent huge pages: {}\n", h.cpu,
+               h.threads, h.isa.used, h.isa.extensions, h.isa.cpu, h.isa.huge_pages);
     fmt::print("memory bandwidth (STREAM triad, {} MiB arrays): {:.1f} GB/s\n", h.triad_array_bytes / (1 << 20), h.triad_bytes_per_s / 1e9);
     fmt::print("fp32 FMA peak, 1 thread: {:.1f} GFLOP/s\n", h.fma_flops_1t / 1e9);
     fmt::print("fp32 FMA peak, {} threads: {:.1f} GFLOP/s\n", h.threads, h.fma_flops_all / 1e9);

@@ -7,6 +7,7 @@
 
 #include "cli/common.h"
 #include "kernelab/error.h"
+#include "ops/cpu_isa.h"
 
 int main(int argc, char** argv) {
   CLI::App app{"kernelab: GPU operators as ladders of kernels, checked, timed and explained"};
@@ -41,6 +42,7 @@ int main(int argc, char** argv) {
   std::vector<char*> args_c;
   for (std::string& a : args) args_c.push_back(a.data());
   try {
+    kl::cpu::isa();  // a KERNELAB_CPU_ISA this CPU cannot run is refused before any work
     app.parse(int(args_c.size()), args_c.data());
   } catch (const CLI::CallForHelp& e) {
     return app.exit(e);

@@ -11,8 +11,9 @@
 #include "kernelab/dtype.h"
 #include "kernelab/error.h"
 #include "kernelab/tensor.h"
+#include "ops/cpu_isa.h"
 
-namespace kl::cpu {
+namespace kl::cpu::inline KL_CPU_ISA {  // one copy per ISA build: cpu_isa.h
 
 struct Half { uint16_t bits; };
 struct BHalf { uint16_t bits; };
@@ -249,4 +250,4 @@ template <class T> void write_row(T* dst, const float* src, int64_t n) {
   }
 }
 
-}  // namespace kl::cpu
+}  // namespace kl::cpu::inline KL_CPU_ISA

@@ -4,8 +4,9 @@
 #include <string>
 
 #include "kernelab/op.h"
+#include "ops/cpu_isa.h"
 
-namespace kl {
+namespace kl::inline KL_CPU_ISA {  // one copy per ISA build: cpu_isa.h
 
 template <class P>
 Variant cpu_variant(std::string op, std::string name, std::string note, void (*fn)(const P&, const Args&), bool peer = false) {
@@ -22,4 +23,4 @@ Variant cpu_variant(std::string op, std::string name, std::string note, void (*f
   return v;
 }
 
-}  // namespace kl
+}  // namespace kl::inline KL_CPU_ISA

@@ -19,6 +19,7 @@
 #include <vector>
 
 #include "kernelab/op.h"
+#include "ops/cpu_isa.h"
 
 namespace kl {
 
@@ -73,7 +74,7 @@ std::vector<std::vector<double>> attention_forward_f64(const AttentionParams& a,
                                                        const std::vector<double>& k, const std::vector<double>& v);
 std::vector<std::vector<double>> attention_forward_in_dtype(const AttentionParams& a, std::span<const Tensor> in);
 
-std::vector<Variant> attention_cpu_variants();
-std::vector<Variant> attention_bwd_cpu_variants();
+KL_CPU_ISA_DECLARE(std::vector<Variant> attention_cpu_variants())
+KL_CPU_ISA_DECLARE(std::vector<Variant> attention_bwd_cpu_variants())
 
 }  // namespace kl

@@ -155,7 +155,7 @@ void tiled(const AttentionParams& a, const Args& args) {
 }
 }  // namespace
 
-std::vector<Variant> attention_bwd_cpu_variants() {
+std::vector<Variant> KL_CPU_ISA::attention_bwd_cpu_variants() {
   return {cpu_variant<AttentionParams>("attention_bwd", "cpu_naive",
                                        "P and dP written out in full per (sequence, head), P taken from the forward's LSE, then "
                                        "dS and the three products",

@@ -156,7 +156,7 @@ Op make_attention_bwd_op() {
   // Over each whole gradient, as FlashAttention's tests compare them: a row of dQ cancels (the dS of
   // a row sum to zero) and may be near zero, where its own scale would magnify rounding noise.
   op.error_per_row = false;
-  op.variants = attention_bwd_cpu_variants();
+  op.variants = KL_CPU_ISA_VARIANTS(attention_bwd_cpu_variants);
   return op;
 }
 

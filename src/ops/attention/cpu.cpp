@@ -141,7 +141,7 @@ void tiled(const AttentionParams& a, const Args& args) {
 }
 }  // namespace
 
-std::vector<Variant> attention_cpu_variants() {
+std::vector<Variant> KL_CPU_ISA::attention_cpu_variants() {
   return {cpu_variant<AttentionParams>("attention", "cpu_naive",
                                        "S = scale Q K^T written out in full per (sequence, head), softmax in place, then P V: "
                                        "s_q x s_kv floats of traffic per head",

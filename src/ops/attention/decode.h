@@ -30,6 +30,6 @@ struct DecodeParams {
   AttentionParams as_attention() const;
 };
 
-std::vector<Variant> decode_cpu_variants();
+KL_CPU_ISA_DECLARE(std::vector<Variant> decode_cpu_variants())
 
 }  // namespace kl

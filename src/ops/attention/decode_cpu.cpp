@@ -56,7 +56,7 @@ void paged(const DecodeParams& d, const Args& args) {
 
 }  // namespace
 
-std::vector<Variant> decode_cpu_variants() {
+std::vector<Variant> KL_CPU_ISA::decode_cpu_variants() {
   return {cpu_variant<DecodeParams>("decode", "cpu_paged",
                                     "each (sequence, kv head) walks its pages once through the block table for all the group's "
                                     "query heads and new tokens, online softmax per query row",

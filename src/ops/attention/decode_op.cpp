@@ -239,7 +239,7 @@ Op make_decode_op() {
         {{"page_size", "16"}, {"splits", "4"}})};
   };
   op.tolerance = [](const Problem& p) { return default_tolerance(p.dtype); };
-  op.variants = decode_cpu_variants();
+  op.variants = KL_CPU_ISA_VARIANTS(decode_cpu_variants);
   return op;
 }
 

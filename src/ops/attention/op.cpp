@@ -268,7 +268,7 @@ Op make_attention_op() {
   };
   // fp32 outputs over a few hundred terms per row; the half formats follow FlashAttention's rule (dtype_baseline).
   op.tolerance = [](const Problem& p) { return default_tolerance(p.dtype); };
-  op.variants = attention_cpu_variants();
+  op.variants = KL_CPU_ISA_VARIANTS(attention_cpu_variants);
   return op;
 }
 

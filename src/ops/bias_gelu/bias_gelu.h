@@ -4,6 +4,7 @@
 #include <vector>
 
 #include "kernelab/op.h"
+#include "ops/cpu_isa.h"
 
 namespace kl {
 
@@ -15,6 +16,6 @@ struct BiasGeluParams {
   int64_t n() const { return rows * cols; }  // elements of x and y
 };
 
-std::vector<Variant> bias_gelu_cpu_variants();
+KL_CPU_ISA_DECLARE(std::vector<Variant> bias_gelu_cpu_variants())
 
 }  // namespace kl

@@ -78,7 +78,7 @@ void run_unfused(const BiasGeluParams& p, const Args& a) { cpu::with_float_type(
 void run_fused(const BiasGeluParams& p, const Args& a) { cpu::with_float_type(p.x, [&](auto t) { fused<decltype(t)>(p, a); }); }
 }  // namespace
 
-std::vector<Variant> bias_gelu_cpu_variants() {
+std::vector<Variant> KL_CPU_ISA::bias_gelu_cpu_variants() {
   Variant u = cpu_variant("bias_gelu", "cpu_unfused",
                           "two passes as two kernels would run them: x + bias written to memory and read back for gelu, one thread", run_unfused);
   u.workspace_bytes = [](const Problem& problem) {  // t = x + bias, (rows, cols) in x's dtype

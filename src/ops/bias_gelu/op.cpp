@@ -51,7 +51,7 @@ Op make_bias_gelu_op() {
   // allowance for fp16/bf16.
   op.tolerance = [](const Problem& p) { return (p.dtype == DType::f32 ? 1 : 2) * default_tolerance(p.dtype); };
   op.error_per_row = false;  // elementwise: rows are not separate problems; gelu(t) ~ 0 for t << 0
-  op.variants = bias_gelu_cpu_variants();
+  op.variants = KL_CPU_ISA_VARIANTS(bias_gelu_cpu_variants);
   return op;
 }
 

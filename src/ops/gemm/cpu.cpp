@@ -1,7 +1,8 @@
 // CPU rungs of gemm.
 //   cpu_naive: the textbook triple loop over strided A and B, one thread, fp32 accumulation.
 //   cpu_tiled: A and B packed into cache-sized fp32 panels (KC x NC of B in L2, a KC x NR strip
-//              in L1) and a 6x32 register tile of FMAs per step, blocks of rows spread over cores.
+//              in L1) and a register tile of 6 rows by two vectors of FMAs per step (6x32 on
+//              AVX-512, 6x16 on AVX2, 6x8 on SSE2), blocks of rows spread over cores.
 //   openblas:  the library peer (cblas_sgemm), fp32 only.
 #include <cblas.h>
 #include <omp.h>
@@ -60,21 +61,29 @@ template <class T> void naive(const GemmParams& p, const Args& a) {
 }
 
 // Blocking: an MR x NR register tile, KC x NR strips of B (L1), MC x KC blocks of A and
-// KC x NC panels of B (L2).
-constexpr int64_t MR = 6, NR = 32, KC = 256, MC = 120, NC = 1024;
-typedef float v16 __attribute__((vector_size(64)));
+// KC x NC panels of B (L2). The tile is 6 rows of two vector registers: 12 accumulators, two B
+// vectors and a broadcast fit the 16 (AVX2, SSE) or 32 (AVX-512) registers of each level.
+#if defined(__AVX512F__)
+constexpr int64_t VW = 16;  // floats per vector register
+#elif defined(__AVX__)
+constexpr int64_t VW = 8;
+#else
+constexpr int64_t VW = 4;
+#endif
+constexpr int64_t MR = 6, NR = 2 * VW, KC = 256, MC = 120, NC = 1024;
+typedef float vec __attribute__((vector_size(VW * sizeof(float))));
 
-inline v16 load16(const float* p) {
-  v16 v;
+inline vec load_vec(const float* p) {
+  vec v;
   std::memcpy(&v, p, sizeof v);
   return v;
 }
 
 // tile[MR][NR] = sum over l < kc of Ap[l][r] * Bp[l][j] (both packed, zero padded).
 inline void micro_kernel(int64_t kc, const float* Ap, const float* Bp, float* tile) {
-  v16 c[MR][2] = {};
+  vec c[MR][2] = {};
   for (int64_t l = 0; l < kc; ++l) {
-    const v16 b0 = load16(Bp + l * NR), b1 = load16(Bp + l * NR + 16);
+    const vec b0 = load_vec(Bp + l * NR), b1 = load_vec(Bp + l * NR + VW);
 #pragma GCC unroll 6
     for (int r = 0; r < MR; ++r) {
       const float ar = Ap[l * MR + r];
@@ -83,8 +92,8 @@ inline void micro_kernel(int64_t kc, const float* Ap, const float* Bp, float* ti
     }
   }
   for (int r = 0; r < MR; ++r) {
-    std::memcpy(tile + r * NR, &c[r][0], sizeof(v16));
-    std::memcpy(tile + r * NR + 16, &c[r][1], sizeof(v16));
+    std::memcpy(tile + r * NR, &c[r][0], sizeof(vec));
+    std::memcpy(tile + r * NR + VW, &c[r][1], sizeof(vec));
   }
 }
 
@@ -167,10 +176,10 @@ void run_naive(const GemmParams& p, const Args& a) { cpu::with_float_type(p.a, [
 void run_tiled(const GemmParams& p, const Args& a) { cpu::with_float_type(p.a, [&](auto t) { tiled<decltype(t)>(p, a); }); }
 }  // namespace
 
-std::vector<Variant> gemm_cpu_variants() {
+std::vector<Variant> KL_CPU_ISA::gemm_cpu_variants() {
   Variant nv = cpu_variant("gemm", "cpu_naive", "the textbook triple loop over strided A and B on one thread, fp32 accumulation", run_naive);
   Variant tv = cpu_variant("gemm", "cpu_tiled",
-                           "A and B packed into cache-sized fp32 panels and a 6x32 register tile of vector FMAs, row blocks over all cores",
+                           "A and B packed into cache-sized fp32 panels and a register tile of 6 rows by two vectors of FMAs, row blocks over all cores",
                            run_tiled);
   tv.workspace_bytes = [](const Problem& p) { return tiled_workspace(p.as<GemmParams>()); };
   Variant ob = cpu_variant("gemm", "openblas", "OpenBLAS cblas_sgemm, the CPU library a user would otherwise call", openblas, /*peer=*/true);

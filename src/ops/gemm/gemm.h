@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "kernelab/op.h"
+#include "ops/cpu_isa.h"
 
 namespace kl {
 
@@ -38,6 +39,6 @@ struct GemmParams {
   bool plain() const { return epilogue == GemmEpilogue::none && !residual; }
 };
 
-std::vector<Variant> gemm_cpu_variants();
+KL_CPU_ISA_DECLARE(std::vector<Variant> gemm_cpu_variants())
 
 }  // namespace kl

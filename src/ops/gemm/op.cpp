@@ -122,7 +122,7 @@ Op make_gemm_op() {
   };
   op.tolerance = [](const Problem& p) { return default_tolerance(p.dtype); };
   op.error_per_row = false;
-  op.variants = gemm_cpu_variants();
+  op.variants = KL_CPU_ISA_VARIANTS(gemm_cpu_variants);
   return op;
 }
 

@@ -46,7 +46,7 @@ void run_promoted(const Fp8Params& a, const Args& args) {
 }
 }  // namespace
 
-std::vector<Variant> gemm_fp8_cpu_variants() {
+std::vector<Variant> KL_CPU_ISA::gemm_fp8_cpu_variants() {
   return {cpu_variant("gemm_fp8", "cpu_promoted",
                       "e4m3 decoded by table, fp32 dot products per 128-k block promoted into an fp32 total with their "
                       "scales (one scaled sum with a tensor scale): the CUDA rung's arithmetic",

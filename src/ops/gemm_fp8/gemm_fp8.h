@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "kernelab/op.h"
+#include "ops/cpu_isa.h"
 
 namespace kl {
 
@@ -34,6 +35,6 @@ struct Fp8Params {
 // A and W drawn as a model's and quantized to e4m3 by kl::quant::quantize at the problem's scaling.
 void fp8_quantized_inputs(const Problem& p, std::vector<Tensor>& inputs);
 
-std::vector<Variant> gemm_fp8_cpu_variants();
+KL_CPU_ISA_DECLARE(std::vector<Variant> gemm_fp8_cpu_variants())
 
 }  // namespace kl

@@ -126,7 +126,7 @@ Op make_gemm_fp8_op() {
   // Tolerance: 4 units of the dtype's roundoff plus twice dtype_baseline's error (the harness's rule).
   op.tolerance = [](const Problem& p) { return default_tolerance(p.dtype); };
   op.error_per_row = false;  // over the whole D, as gemm: a row of n may cancel
-  op.variants = gemm_fp8_cpu_variants();
+  op.variants = KL_CPU_ISA_VARIANTS(gemm_fp8_cpu_variants);
   return op;
 }
 

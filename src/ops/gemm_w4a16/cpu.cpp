@@ -90,7 +90,7 @@ void run_packed(const W4A16Params& a, const Args& args) {
 }
 }  // namespace
 
-std::vector<Variant> gemm_w4a16_cpu_variants() {
+std::vector<Variant> KL_CPU_ISA::gemm_w4a16_cpu_variants() {
   Variant dg = cpu_variant("gemm_w4a16", "cpu_dequant_gemm",
                            "W dequantized whole into fp32, then one OpenBLAS sgemm: the unfused two-step a framework would run",
                            run_dequant_gemm);

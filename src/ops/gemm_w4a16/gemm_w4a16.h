@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "kernelab/op.h"
+#include "ops/cpu_isa.h"
 
 namespace kl {
 
@@ -34,6 +35,6 @@ struct W4A16Params {
 // the helper library (kl::quant::quantize), so codes and scales are what a model's would be.
 void w4a16_quantized_weights(const Problem& p, std::vector<Tensor>& inputs);
 
-std::vector<Variant> gemm_w4a16_cpu_variants();
+KL_CPU_ISA_DECLARE(std::vector<Variant> gemm_w4a16_cpu_variants())
 
 }  // namespace kl

@@ -31,7 +31,7 @@ void run_int32(const W8A8Params& a, const Args& args) {
 }
 }  // namespace
 
-std::vector<Variant> gemm_w8a8_cpu_variants() {
+std::vector<Variant> KL_CPU_ISA::gemm_w8a8_cpu_variants() {
   return {cpu_variant("gemm_w8a8", "cpu_int32",
                       "exact int32 dot products of int8 rows, the per-row and per-channel scales applied in fp32 after "
                       "the sum: the CUDA rungs' arithmetic",

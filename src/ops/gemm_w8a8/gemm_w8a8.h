@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "kernelab/op.h"
+#include "ops/cpu_isa.h"
 
 namespace kl {
 
@@ -23,7 +24,7 @@ struct W8A8Params {
 // to int8 per row by kl::quant::quantize: the codes into A_q and W_q, the scales into sa and sw.
 void w8a8_quantized_inputs(const Problem& p, std::vector<Tensor>& inputs);
 
-std::vector<Variant> gemm_w8a8_cpu_variants();
+KL_CPU_ISA_DECLARE(std::vector<Variant> gemm_w8a8_cpu_variants())
 
 // What both CUDA rungs refuse (their block tiles are 128 rows): sizes past 31 bits, more block rows
 // than gridDim.y holds, and a k at which the int32 sums could wrap.

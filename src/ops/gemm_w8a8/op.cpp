@@ -109,7 +109,7 @@ Op make_gemm_w8a8_op() {
   // the int32 sums are exact, so what is left is the fp32 scaling and D's one rounding.
   op.tolerance = [](const Problem& p) { return default_tolerance(p.dtype); };
   op.error_per_row = false;  // over the whole D, as gemm: a row of n may cancel
-  op.variants = gemm_w8a8_cpu_variants();
+  op.variants = KL_CPU_ISA_VARIANTS(gemm_w8a8_cpu_variants);
   return op;
 }
 

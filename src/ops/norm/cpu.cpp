@@ -124,7 +124,7 @@ void run_naive(const NormParams& p, const Args& a) { cpu::with_float_type(p.x, [
 void run_fused(const NormParams& p, const Args& a) { cpu::with_float_type(p.x, [&](auto t) { fused<decltype(t)>(p, a); }); }
 }  // namespace
 
-std::vector<Variant> norm_cpu_variants(NormKind kind) {
+std::vector<Variant> KL_CPU_ISA::norm_cpu_variants(NormKind kind) {
   const std::string op = kind == NormKind::layer ? "layernorm" : "rmsnorm";
   return {cpu_variant(op, "cpu_naive",
                       "unfused: the residual sum goes through memory, then three reads of each row (mean, variance, normalise) on one thread",

@@ -5,6 +5,7 @@
 #include <vector>
 
 #include "kernelab/op.h"
+#include "ops/cpu_isa.h"
 
 namespace kl {
 
@@ -25,6 +26,6 @@ struct NormParams {
 // 1024 threads holds the row in registers, 16 values per thread.
 inline constexpr int kNormFusedMaxCols = 16384;
 
-std::vector<Variant> norm_cpu_variants(NormKind kind);
+KL_CPU_ISA_DECLARE(std::vector<Variant> norm_cpu_variants(NormKind kind))
 
 }  // namespace kl

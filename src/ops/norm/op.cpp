@@ -92,7 +92,7 @@ Op make_norm_op(NormKind kind) {
                                 make_problem(self, DType::bf16, {{"rows", 4096}, {"cols", 4096}}, {{"residual", "1"}})};
   };
   op.tolerance = [](const Problem& p) { return default_tolerance(p.dtype); };
-  op.variants = norm_cpu_variants(kind);
+  op.variants = KL_CPU_ISA_VARIANTS(norm_cpu_variants, kind);
   return op;
 }
 }  // namespace

@@ -64,7 +64,7 @@ void run_naive(const ReduceParams& p, const Args& a) { cpu::with_float_type(p.x,
 void run_simd(const ReduceParams& p, const Args& a) { cpu::with_float_type(p.x, [&](auto t) { simd<decltype(t)>(p, a); }); }
 }  // namespace
 
-std::vector<Variant> reduce_cpu_variants() {
+std::vector<Variant> KL_CPU_ISA::reduce_cpu_variants() {
   return {cpu_variant("reduce", "cpu_naive", "one running fp32 accumulator on one thread: a serial chain of dependent adds", run_naive),
           cpu_variant("reduce", "cpu_simd",
                       "independent accumulators in vector lanes and threads over rows or chunks, combined at the end: bandwidth-limited",

@@ -71,7 +71,7 @@ Op make_reduce_op() {
     const double n = static_cast<double>(p.dim("cols")) * (p.opt("over") == "total" ? static_cast<double>(p.dim("rows")) : 1.0);
     return std::max(default_tolerance(DType::f32), 4 * std::sqrt(n) * 0x1p-24);
   };
-  op.variants = reduce_cpu_variants();
+  op.variants = KL_CPU_ISA_VARIANTS(reduce_cpu_variants);
   return op;
 }
 

@@ -5,6 +5,7 @@
 #include <vector>
 
 #include "kernelab/op.h"
+#include "ops/cpu_isa.h"
 
 namespace kl {
 
@@ -20,7 +21,7 @@ struct ReduceParams {
   int64_t outputs() const { return total ? 1 : rows; }
 };
 
-std::vector<Variant> reduce_cpu_variants();
+KL_CPU_ISA_DECLARE(std::vector<Variant> reduce_cpu_variants())
 
 // CUDA rungs over=total: at most this many blocks in the first pass, one fp32 partial each in
 // the workspace.

@@ -124,7 +124,7 @@ void run_naive(const SoftmaxParams& p, const Args& a) { cpu::with_float_type(p.x
 void run_fused(const SoftmaxParams& p, const Args& a) { cpu::with_float_type(p.x, [&](auto t) { fused<decltype(t)>(p, a); }); }
 }  // namespace
 
-std::vector<Variant> softmax_cpu_variants() {
+std::vector<Variant> KL_CPU_ISA::softmax_cpu_variants() {
   return {cpu_variant("softmax", "cpu_naive", "three passes over each row (max, sum of exponentials, normalise) on one thread with libm exp", run_naive),
           cpu_variant("softmax", "cpu_fused",
                       "rows spread over all cores, each row kept in L1 across its passes so x is read from memory once, exp vectorised, streaming stores",

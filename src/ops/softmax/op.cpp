@@ -61,7 +61,7 @@ Op make_softmax_op() {
                                 make_problem(self, DType::bf16, {{"rows", 4096}, {"cols", 4096}})};
   };
   op.tolerance = [](const Problem& p) { return default_tolerance(p.dtype); };
-  op.variants = softmax_cpu_variants();
+  op.variants = KL_CPU_ISA_VARIANTS(softmax_cpu_variants);
   return op;
 }
 

@@ -4,6 +4,7 @@
 #include <vector>
 
 #include "kernelab/op.h"
+#include "ops/cpu_isa.h"
 
 namespace kl {
 
@@ -26,6 +27,6 @@ struct SoftmaxParams {
 // row in registers, 32 floats per lane.
 inline constexpr int kSoftmaxWarpMaxCols = 1024;
 
-std::vector<Variant> softmax_cpu_variants();
+KL_CPU_ISA_DECLARE(std::vector<Variant> softmax_cpu_variants())
 
 }  // namespace kl

@@ -3,7 +3,7 @@
 //   cpu_tiled: 64x64 tiles (32x32 for 1-byte elements): whole lines of x read into an L1 tile,
 //              transposed there, and whole lines of y written out (fp32 with streaming stores);
 //              tiles spread over cores. A whole tile is transposed in registers instead, 16x16
-//              at a time, on AVX-512 for fp32 and on AVX2 for 16-bit (streamed too).
+//              at a time, on AVX2 and AVX-512 for 4- and 2-byte elements (streamed too).
 #include <algorithm>
 #include <cstdint>
 #include <cstring>
@@ -60,6 +60,47 @@ void transpose16x16(const uint32_t* x, int64_t ldx, uint32_t* y, int64_t ldy) {
     float* out = reinterpret_cast<float*>(y + k * ldy);
     if ((reinterpret_cast<uintptr_t>(out) & 63) == 0) _mm512_stream_ps(out, r[k]);
     else _mm512_storeu_ps(out, r[k]);
+  }
+}
+#elif defined(__AVX2__)
+// x's 8x8 block of 4-byte elements transposed into r (register k = column k): 32-bit unpacks,
+// 64-bit shuffles and 128-bit lane permutes, 24 shuffles for 64 elements.
+void transpose8x8(const uint32_t* x, int64_t ldx, __m256* r) {
+  __m256 t[8];
+  for (int i = 0; i < 8; ++i) r[i] = _mm256_loadu_ps(reinterpret_cast<const float*>(x + i * ldx));
+  for (int i = 0; i < 8; i += 2) {  // t[i] = a0 b0 a1 b1 | a4 b4 a5 b5, t[i+1] = a2 b2 a3 b3 | a6 b6 a7 b7
+    t[i] = _mm256_unpacklo_ps(r[i], r[i + 1]);
+    t[i + 1] = _mm256_unpackhi_ps(r[i], r[i + 1]);
+  }
+  for (int i = 0; i < 8; i += 4) {  // r[i + k] = column k (and k + 4) of rows i..i+3
+    r[i] = _mm256_shuffle_ps(t[i], t[i + 2], 0x44);
+    r[i + 1] = _mm256_shuffle_ps(t[i], t[i + 2], 0xEE);
+    r[i + 2] = _mm256_shuffle_ps(t[i + 1], t[i + 3], 0x44);
+    r[i + 3] = _mm256_shuffle_ps(t[i + 1], t[i + 3], 0xEE);
+  }
+  for (int k = 0; k < 4; ++k) {
+    t[k] = _mm256_permute2f128_ps(r[k], r[k + 4], 0x20);
+    t[k + 4] = _mm256_permute2f128_ps(r[k], r[k + 4], 0x31);
+  }
+  for (int k = 0; k < 8; ++k) r[k] = t[k];
+}
+// y's 16x16 block = x's transposed, as four 8x8 blocks, the two down x stored together so that
+// each store to y is a whole 64-byte line (streamed where aligned).
+void transpose16x16(const uint32_t* x, int64_t ldx, uint32_t* y, int64_t ldy) {
+  for (int c = 0; c < 16; c += 8) {
+    __m256 top[8], bottom[8];
+    transpose8x8(x + c, ldx, top);
+    transpose8x8(x + 8 * ldx + c, ldx, bottom);
+    for (int k = 0; k < 8; ++k) {
+      float* out = reinterpret_cast<float*>(y + (c + k) * ldy);
+      if ((reinterpret_cast<uintptr_t>(out) & 31) == 0) {
+        _mm256_stream_ps(out, top[k]);
+        _mm256_stream_ps(out + 8, bottom[k]);
+      } else {
+        _mm256_storeu_ps(out, top[k]);
+        _mm256_storeu_ps(out + 8, bottom[k]);
+      }
+    }
   }
 }
 #endif
@@ -127,11 +168,8 @@ template <class E> void tiled(const TransposeParams& p, const Args& a) {
         const int64_t i0 = bi * TR, j0 = bj * TC;
         const int64_t ni = std::min(TR, rows - i0), nj = std::min(TC, cols - j0);
         constexpr bool kInRegisters =
-#if defined(KL_CPU_AVX512)
-            sizeof(E) == 4 ||
-#endif
 #if defined(__AVX2__)
-            sizeof(E) == 2 ||
+            sizeof(E) == 4 || sizeof(E) == 2 ||
 #endif
             false;
         if constexpr (kInRegisters)
@@ -169,10 +207,10 @@ void run_naive(const TransposeParams& p, const Args& a) { by_size(p, [&](auto e)
 void run_tiled(const TransposeParams& p, const Args& a) { by_size(p, [&](auto e) { tiled<decltype(e)>(p, a); }); }
 }  // namespace
 
-std::vector<Variant> transpose_cpu_variants() {
+std::vector<Variant> KL_CPU_ISA::transpose_cpu_variants() {
   return {cpu_variant("transpose", "cpu_naive", "reads x along rows and writes y down columns: every store touches a new cache line, one thread", run_naive),
           cpu_variant("transpose", "cpu_tiled",
-                      "64x64 tiles transposed in L1 (in registers 16x16 at a time on AVX-512 for fp32, AVX2 for 16-bit) so x is read and y written in whole cache lines (y streamed); all cores", run_tiled)};
+                      "64x64 tiles transposed in L1 (in registers 16x16 at a time on AVX2 and AVX-512 for 4- and 2-byte elements) so x is read and y written in whole cache lines (y streamed); all cores", run_tiled)};
 }
 
 }  // namespace kl

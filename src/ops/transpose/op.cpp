@@ -39,7 +39,7 @@ Op make_transpose_op() {
                                 make_problem(self, DType::bf16, {{"rows", 4096}, {"cols", 4096}})};
   };
   op.tolerance = [](const Problem&) { return 0.0; };  // a copy: exact
-  op.variants = transpose_cpu_variants();
+  op.variants = KL_CPU_ISA_VARIANTS(transpose_cpu_variants);
   return op;
 }
 

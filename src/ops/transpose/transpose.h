@@ -4,6 +4,7 @@
 #include <vector>
 
 #include "kernelab/op.h"
+#include "ops/cpu_isa.h"
 
 namespace kl {
 
@@ -13,6 +14,6 @@ struct TransposeParams {
   DType x = DType::f32, y = DType::f32;  // the tensors' dtypes (a transpose moves raw elements: the same)
 };
 
-std::vector<Variant> transpose_cpu_variants();
+KL_CPU_ISA_DECLARE(std::vector<Variant> transpose_cpu_variants())
 
 }  // namespace kl
