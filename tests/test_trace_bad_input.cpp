@@ -11,6 +11,7 @@
 #include <string>
 
 #include "kernelab/error.h"
+#include "trace/analysis.h"
 #include "trace/load.h"
 #include "trace/report_json.h"
 
@@ -44,6 +45,17 @@ std::string refusal(const std::string& bytes) {
     const std::string why = refusal(bytes);                          \
     EXPECT_NE(why.find(text), std::string::npos) << "message: " << why; \
   } while (0)
+
+// Found by the libFuzzer target: a kernel name past the findings' 80 bytes with a two-byte
+// character (\u00e9) across the cut made the JSON report throw on invalid UTF-8.
+TEST(TraceBadInput, LongNamesAreCutBetweenUtf8Characters) {
+  const std::string e_acute = "\xC3\xA9";
+  EXPECT_EQ(shortened(std::string(76, 'd') + e_acute + "xyz", 80), std::string(76, 'd') + "...");
+  EXPECT_EQ(shortened(std::string(75, 'd') + e_acute + "xyzw", 80), std::string(75, 'd') + e_acute + "...");
+  EXPECT_EQ(shortened("short " + e_acute, 80), "short " + e_acute);
+  const Report r = analyze_bytes(file_bytes("fuzz_utf8_name_cut.json"));
+  EXPECT_NO_THROW((void)report_json(r, 0).dump());
+}
 
 TEST(TraceBadInput, TruncatedAndCorruptGzip) {
   const std::string gz = file_bytes("two_streams.json.gz");

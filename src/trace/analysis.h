@@ -7,6 +7,7 @@
 #include <map>
 #include <optional>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "trace/trace_data.h"
@@ -140,6 +141,9 @@ Report analyze(const TraceData& t, const AnalyzeOptions& opt = {});
 
 // Parts of analyze(), one file each.
 std::string format_ns(double ns);  // "812 ns", "12.3 us", "4.56 ms", "1.23 s"
+// s cut to at most max_bytes, with "..." in its last 3 bytes when cut, never inside a UTF-8
+// character (a cut one would make the JSON report unprintable).
+std::string shortened(std::string_view s, size_t max_bytes);
 void summarize_gpu(const TraceData& t, Report& r);             // devices, kernels, temporal, overlap
 void analyze_host(const TraceData& t, Report& r);              // idle breakdown, launch, sync
 void analyze_gaps(const TraceData& t, Report& r);              // gaps, utilisation chunks

@@ -171,9 +171,7 @@ std::string format_critical_path(const CriticalPath& cp) {
   if (cp.negative_edges) s += fmt::format("  {} edges end before they start (rounded times) and count as 0\n", cp.negative_edges);
   s += "  on the path, most time first:\n";
   for (const CriticalPathItem& i : cp.top) {
-    const std::string_view name = i.name;
-    s += fmt::format("    {:>10}  {:>6}  {:<26} {}{}\n", t(i.us), pct(i.us), i.bound, name.substr(0, name.size() > 90 ? 87 : 90),
-                     name.size() > 90 ? "..." : "");
+    s += fmt::format("    {:>10}  {:>6}  {:<26} {}\n", t(i.us), pct(i.us), i.bound, shortened(i.name, 90));
   }
   return s;
 }

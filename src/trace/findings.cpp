@@ -16,9 +16,16 @@ std::string format_ns(double ns) {
   return fmt::format("{:.3g} s", ns / 1e9);
 }
 
+std::string shortened(std::string_view s, size_t max_bytes) {
+  if (s.size() <= max_bytes) return std::string(s);
+  size_t cut = max_bytes > 3 ? max_bytes - 3 : 0;
+  while (cut > 0 && (static_cast<unsigned char>(s[cut]) & 0xC0) == 0x80) --cut;  // back to a character's first byte
+  return std::string(s.substr(0, cut)) + "...";
+}
+
 namespace {
 
-std::string short_name(const std::string& s) { return s.size() <= 80 ? s : s.substr(0, 77) + "..."; }
+std::string short_name(const std::string& s) { return shortened(s, 80); }
 double pct(double part, double whole) { return whole > 0 ? 100.0 * part / whole : 0.0; }
 
 void idle_findings(const Report& r, std::vector<Finding>& out) {

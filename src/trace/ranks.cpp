@@ -166,7 +166,7 @@ std::string ranks_text(const RanksReport& r, int top) {
   out += fmt::format("largest lags (the last rank's start - the first rank's):\n{:>6}  {:>5}  {:>12}  {}\n", "seq", "last", "lag", "collective");
   for (const MatchedCollective* c : by_lag)
     out += fmt::format("{:>6}  {:>5}  {:>12}  {}\n", c->seq >= 0 ? std::to_string(c->seq) : "-", r.ranks[c->slowest].rank,
-                       format_ns(double(c->lag)), c->name.substr(0, 70));
+                       format_ns(double(c->lag)), shortened(c->name, 70));
   return out;
 }
 
