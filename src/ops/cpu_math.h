@@ -230,6 +230,9 @@ inline void stream_row_scaled(float* dst, const float* src, int64_t n, float k) 
 #if defined(__AVX512F__)
   for (; j < n && (reinterpret_cast<uintptr_t>(dst + j) & 63) != 0; ++j) dst[j] = src[j] * k;
   for (; j + 16 <= n; j += 16) _mm512_stream_ps(dst + j, _mm512_mul_ps(_mm512_loadu_ps(src + j), _mm512_set1_ps(k)));
+#elif defined(__AVX__)
+  for (; j < n && (reinterpret_cast<uintptr_t>(dst + j) & 31) != 0; ++j) dst[j] = src[j] * k;
+  for (; j + 8 <= n; j += 8) _mm256_stream_ps(dst + j, _mm256_mul_ps(_mm256_loadu_ps(src + j), _mm256_set1_ps(k)));
 #endif
   for (; j < n; ++j) dst[j] = src[j] * k;
 }
@@ -246,6 +249,20 @@ template <class T> void write_row(T* dst, const float* src, int64_t n) {
 #else
 #pragma omp simd
     for (int64_t j = 0; j < n; ++j) dst[j] = from_float<T>(src[j]);
+#endif
+  }
+}
+
+// write_row of src * k: the scaling in the same pass as the store.
+template <class T> void write_row_scaled(T* dst, const float* src, int64_t n, float k) {
+  if constexpr (std::is_same_v<T, float>) {
+    stream_row_scaled(dst, src, n, k);
+  } else {
+#if defined(KL_CPU_AVX512)
+    for (int64_t j = 0; j < n; j += 16) store16(dst + j, _mm512_mul_ps(_mm512_loadu_ps(src + j), _mm512_set1_ps(k)), lanes(n - j));
+#else
+#pragma omp simd
+    for (int64_t j = 0; j < n; ++j) dst[j] = from_float<T>(src[j] * k);
 #endif
   }
 }

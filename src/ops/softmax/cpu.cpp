@@ -5,7 +5,6 @@
 //              is prefetched into L2 during this row's exps, and fp32 rows are written with
 //              streaming stores (no write-allocate read of y).
 #include <cmath>
-#include <type_traits>
 
 #include "ops/cpu_math.h"
 #include "ops/cpu_variant.h"
@@ -78,25 +77,20 @@ template <class T> void fused_row_avx512(const T* xr, const T* next, float* e, T
   const float sum = _mm512_reduce_add_ps(sv);
   const float inv = sum > 0 ? 1.0f / sum : 0.0f;  // a row masked whole (causal) is zeros
   for (int64_t j = valid; j < cols; ++j) e[j] = 0.0f;
-  if constexpr (std::is_same_v<T, float>) {
-    cpu::stream_row_scaled(yr, e, cols, inv);
-  } else {
-    for (int64_t j = 0; j < cols; j += 16) cpu::store16(yr + j, _mm512_mul_ps(_mm512_loadu_ps(e + j), _mm512_set1_ps(inv)), cpu::lanes(cols - j));
-  }
+  cpu::write_row_scaled(yr, e, cols, inv);
 }
 #endif
 
 // One row of the fused rung anywhere else: the exp pass's prefetches, the rest as loops the
-// compiler vectorises.
+// compiler vectorises, the normalisation in the store.
 template <class T> void fused_row_generic(const T* xr, const T* next, float* e, T* yr, int64_t valid, int64_t cols, float scale) {
   float m = -INFINITY;
 #pragma omp simd reduction(max : m)
   for (int64_t j = 0; j < valid; ++j) m = cpu::vmax(m, scale * to_float(xr[j]));
-  const float inv = 1.0f / exp_pass(xr, next, e, valid, scale, m);
-#pragma omp simd
-  for (int64_t j = 0; j < valid; ++j) e[j] *= inv;
+  const float sum = exp_pass(xr, next, e, valid, scale, m);
+  const float inv = sum > 0 ? 1.0f / sum : 0.0f;  // a row masked whole (causal) is zeros
   for (int64_t j = valid; j < cols; ++j) e[j] = 0.0f;
-  cpu::write_row(yr, e, cols);
+  cpu::write_row_scaled(yr, e, cols, inv);
 }
 
 template <class T> void fused(const SoftmaxParams& p, const Args& a) {
