@@ -41,6 +41,25 @@ template <class T> void naive(const SoftmaxParams& p, const Args& a) {
 // next row's lines are asked into L2, so that its (memory-bound) max pass finds them there and
 // the memory works under this row's exps instead of after them.
 template <class T> float exp_pass(const T* xr, const T* next, float* e, int64_t valid, float scale, float m) {
+#if defined(__AVX2__) && defined(__FMA__)
+  // On AVX2 in intrinsics (exp8; a third less time than the loop below as GCC 12 vectorises it),
+  // one prefetch a line of the next row.
+  const __m256 sc = _mm256_set1_ps(scale), mv = _mm256_set1_ps(m);
+  __m256 sv = _mm256_setzero_ps();
+  int64_t j = 0;
+  for (; j + 8 <= valid; j += 8) {
+    if (next && (j * int64_t(sizeof(T))) % 64 == 0) cpu::prefetch_l2(next + j);
+    const __m256 v = cpu::exp8(_mm256_fmsub_ps(sc, cpu::load8(xr + j), mv));
+    _mm256_storeu_ps(e + j, v);
+    sv = _mm256_add_ps(sv, v);
+  }
+  alignas(32) float lanes[8];
+  _mm256_store_ps(lanes, sv);
+  float s = 0;
+  for (float l : lanes) s += l;
+  for (; j < valid; ++j) s += e[j] = cpu::fast_exp(scale * to_float(xr[j]) - m);
+  return s;
+#else
   float s = 0;
   cpu::with_next_row_prefetched(next, valid, [&](int64_t j0, int64_t j1) {
     float part = 0;
@@ -52,6 +71,7 @@ template <class T> float exp_pass(const T* xr, const T* next, float* e, int64_t 
     s += part;
   });
   return s;
+#endif
 }
 
 #if defined(KL_CPU_AVX512)
