@@ -259,22 +259,9 @@ inline void stream_row_scaled(float* dst, const float* src, int64_t n, float k) 
 
 inline void stream_fence() { _mm_sfence(); }
 
-// Writes a row computed in fp32: streamed when the storage is fp32, converted otherwise.
-template <class T> void write_row(T* dst, const float* src, int64_t n) {
-  if constexpr (std::is_same_v<T, float>) {
-    stream_row(dst, src, n);
-  } else {
-#if defined(KL_CPU_AVX512)
-    for (int64_t j = 0; j < n; j += 16) store16(dst + j, _mm512_loadu_ps(src + j), lanes(n - j));
-#else
-#pragma omp simd
-    for (int64_t j = 0; j < n; ++j) dst[j] = from_float<T>(src[j]);
-#endif
-  }
-}
-
-// write_row of src * k: the scaling in the same pass as the store.
-template <class T> void write_row_scaled(T* dst, const float* src, int64_t n, float k) {
+// Writes a row computed in fp32, times k (1: as computed): streamed when the storage is fp32,
+// converted otherwise; the scaling in the same pass as the store.
+template <class T> void write_row(T* dst, const float* src, int64_t n, float k = 1.0f) {
   if constexpr (std::is_same_v<T, float>) {
     stream_row_scaled(dst, src, n, k);
   } else {

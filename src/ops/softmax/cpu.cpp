@@ -97,7 +97,7 @@ template <class T> void fused_row_avx512(const T* xr, const T* next, float* e, T
   const float sum = _mm512_reduce_add_ps(sv);
   const float inv = sum > 0 ? 1.0f / sum : 0.0f;  // a row masked whole (causal) is zeros
   for (int64_t j = valid; j < cols; ++j) e[j] = 0.0f;
-  cpu::write_row_scaled(yr, e, cols, inv);
+  cpu::write_row(yr, e, cols, inv);
 }
 #endif
 
@@ -110,7 +110,7 @@ template <class T> void fused_row_generic(const T* xr, const T* next, float* e, 
   const float sum = exp_pass(xr, next, e, valid, scale, m);
   const float inv = sum > 0 ? 1.0f / sum : 0.0f;  // a row masked whole (causal) is zeros
   for (int64_t j = valid; j < cols; ++j) e[j] = 0.0f;
-  cpu::write_row_scaled(yr, e, cols, inv);
+  cpu::write_row(yr, e, cols, inv);
 }
 
 template <class T> void fused(const SoftmaxParams& p, const Args& a) {

@@ -28,6 +28,20 @@ template <class E> void naive(const TransposeParams& p, const Args& a) {
     for (int64_t j = 0; j < cols; ++j) y[j * rows + i] = x[i * cols + j];
 }
 
+#if defined(__AVX2__)
+// A 64-byte line of y from two 256-bit halves, streamed where aligned.
+void store_line(void* out, __m256i lo, __m256i hi) {
+  auto* p = static_cast<__m256i*>(out);
+  if ((reinterpret_cast<uintptr_t>(p) & 31) == 0) {
+    _mm256_stream_si256(p, lo);
+    _mm256_stream_si256(p + 1, hi);
+  } else {
+    _mm256_storeu_si256(p, lo);
+    _mm256_storeu_si256(p + 1, hi);
+  }
+}
+#endif
+
 #if defined(KL_CPU_AVX512)
 // y's 16x16 block = x's transposed, for 4-byte elements: 16 rows of x in registers, then four
 // rounds of shuffles (32-bit, 64-bit, and twice 128-bit lanes) leave register k holding column k;
@@ -91,16 +105,7 @@ void transpose16x16(const uint32_t* x, int64_t ldx, uint32_t* y, int64_t ldy) {
     __m256 top[8], bottom[8];
     transpose8x8(x + c, ldx, top);
     transpose8x8(x + 8 * ldx + c, ldx, bottom);
-    for (int k = 0; k < 8; ++k) {
-      float* out = reinterpret_cast<float*>(y + (c + k) * ldy);
-      if ((reinterpret_cast<uintptr_t>(out) & 31) == 0) {
-        _mm256_stream_ps(out, top[k]);
-        _mm256_stream_ps(out + 8, bottom[k]);
-      } else {
-        _mm256_storeu_ps(out, top[k]);
-        _mm256_storeu_ps(out + 8, bottom[k]);
-      }
-    }
+    for (int k = 0; k < 8; ++k) store_line(y + (c + k) * ldy, _mm256_castps_si256(top[k]), _mm256_castps_si256(bottom[k]));
   }
 }
 #endif
@@ -137,16 +142,7 @@ void transpose16x16(const uint16_t* x, int64_t ldx, uint16_t* y, int64_t ldy) {
   __m256i top[16], bottom[16];
   transpose16x16(x, ldx, top);
   transpose16x16(x + 16 * ldx, ldx, bottom);
-  for (int k = 0; k < 16; ++k) {
-    auto* out = reinterpret_cast<__m256i*>(y + k * ldy);
-    if ((reinterpret_cast<uintptr_t>(out) & 31) == 0) {
-      _mm256_stream_si256(out, top[k]);
-      _mm256_stream_si256(out + 1, bottom[k]);
-    } else {
-      _mm256_storeu_si256(out, top[k]);
-      _mm256_storeu_si256(out + 1, bottom[k]);
-    }
-  }
+  for (int k = 0; k < 16; ++k) store_line(y + k * ldy, top[k], bottom[k]);
 }
 #endif
 
