@@ -79,7 +79,7 @@ Diagnosis diagnose(const std::string& dir, double straggler_ms) {
       if (int64_t(rec.seq) == front) front_op = rec.op;
 
   Diagnosis d;
-  std::vector<int> behind, waiting, no_dump, short_of_barrier, in_barrier, not_finished;
+  std::vector<int> behind, waiting, no_dump, short_of_barrier, in_barrier, not_finished, before_init, in_startup;
   Stage front_stage = Stage::setup;
   for (const RankState& s : ranks) front_stage = std::max(front_stage, s.stage);
   const bool at_barrier = front_stage == Stage::start_barrier || front_stage == Stage::end_barrier;
@@ -88,7 +88,10 @@ Diagnosis diagnose(const std::string& dir, double straggler_ms) {
     if (s.entered < front) behind.push_back(r);
     else if (s.in_flight) waiting.push_back(r);
     if (at_barrier && s.on_board && s.stage < front_stage) short_of_barrier.push_back(r);
-    if (s.dump && !s.dump->value("waiting", nlohmann::json()).is_null()) in_barrier.push_back(r);
+    const std::string phase = s.dump ? s.dump->value("startup_phase", "") : "";
+    if (phase == "before MPI_Init") before_init.push_back(r);
+    else if (!phase.empty()) in_startup.push_back(r);
+    else if (s.dump && !s.dump->value("waiting", nlohmann::json()).is_null()) in_barrier.push_back(r);
     if (!s.dump) no_dump.push_back(r);
     else if (s.dump->at("reason") != "finished") not_finished.push_back(r);
   }
@@ -101,6 +104,9 @@ Diagnosis diagnose(const std::string& dir, double straggler_ms) {
     d.findings.push_back(fmt::format("rank {} never reached {} ({}; {}){}", r, barrier, stage_name(s.stage), last,
                                      in_barrier.empty() ? "" : fmt::format("; ranks {} waited in it", join(in_barrier))));
   }
+  for (int r : before_init)  // a start-up dump (watchdog.h): the rank that holds the others in MPI_Init
+    d.findings.push_back(fmt::format("rank {} never reached MPI_Init ({}){}", r, ranks[std::size_t(r)].dump->at("reason").get<std::string>(),
+                                     in_startup.empty() ? "" : fmt::format("; ranks {} waited at start-up", join(in_startup))));
   for (int r : behind) {
     const RankState& s = ranks[std::size_t(r)];
     std::string last = s.entered == 0 ? "it entered no collective" : fmt::format("its last: seq {}", s.entered);
@@ -113,8 +119,14 @@ Diagnosis diagnose(const std::string& dir, double straggler_ms) {
     d.findings.push_back(fmt::format("rank {} never entered {} seq {} ({}){}", r, front_op, front, last,
                                      waiting.empty() ? "" : fmt::format("; ranks {} waited in it", join(waiting))));
   }
+  const bool at_startup = board.empty() && !(before_init.empty() && in_startup.empty());
   for (int r : no_dump) {
     const RankState& s = ranks[std::size_t(r)];
+    if (at_startup) {
+      d.findings.push_back(fmt::format("rank {} left no dump: it never started, or its process died or was killed before "
+                                       "MPI_Init{}", r, in_startup.empty() ? "" : fmt::format("; ranks {} waited at start-up", join(in_startup))));
+      continue;
+    }
     d.findings.push_back(fmt::format("rank {} left no dump: its process {} before its watchdog could write one{}", r,
                                      s.on_board && !s.alive ? "died (crashed or was killed)" : "was killed or is stuck",
                                      s.on_board ? fmt::format(" (status board: entered seq {}, completed seq {}, process {})",
@@ -128,6 +140,12 @@ Diagnosis diagnose(const std::string& dir, double straggler_ms) {
                                      s.in_flight->seq, s.in_flight->algo, join(s.in_flight->peers),
                                      s.dump ? double(s.dump->at("dumped_us").get<int64_t>() - s.in_flight->start_us) / 1e6 : 0.0,
                                      why));
+  }
+  for (int r : in_startup) {
+    const nlohmann::json& w = ranks[std::size_t(r)].dump->at("waiting");
+    d.findings.push_back(fmt::format("rank {} was waiting {}, at start-up, for {:.1f} s: {}", r, w.at("what").get<std::string>(),
+                                     double(ranks[std::size_t(r)].dump->at("dumped_us").get<int64_t>() - w.at("start_us").get<int64_t>()) / 1e6,
+                                     ranks[std::size_t(r)].dump->at("reason").get<std::string>()));
   }
   for (int r : in_barrier) {
     const nlohmann::json& w = ranks[std::size_t(r)].dump->at("waiting");
@@ -145,7 +163,7 @@ Diagnosis diagnose(const std::string& dir, double straggler_ms) {
   std::vector<std::vector<Record>> per_rank;
   for (const RankState& s : ranks) per_rank.push_back(s.records);
   const StragglerReport st = find_straggler(per_rank);
-  d.healthy = behind.empty() && no_dump.empty() && waiting.empty() && by_count.size() == 1 && short_of_barrier.empty() &&
+  d.healthy = behind.empty() && before_init.empty() && in_startup.empty() && no_dump.empty() && waiting.empty() && by_count.size() == 1 && short_of_barrier.empty() &&
               in_barrier.empty() && not_finished.empty();
   if (!d.healthy && d.findings.empty())  // every rank kept pace, yet one did not finish (killed between collectives)
     for (int r : not_finished)
@@ -162,6 +180,7 @@ Diagnosis diagnose(const std::string& dir, double straggler_ms) {
   }
   d.json = {{"dir", dir}, {"size", size}, {"front_seq", front}, {"behind", behind}, {"no_dump", no_dump},
             {"waiting", waiting}, {"short_of_barrier", short_of_barrier}, {"in_barrier", in_barrier},
+            {"before_mpi_init", before_init}, {"waiting_at_startup", in_startup},
             {"healthy", d.healthy}, {"ranks", rank_rows},
             {"straggler", straggler_json(st, straggler_ms)}, {"findings", d.findings}};
   return d;

@@ -43,6 +43,13 @@ int launcher_world_rank() {
   return -1;
 }
 
+std::string launcher_job_id() {
+  for (const char* name : {"PMIX_NAMESPACE", "OMPI_MCA_ess_base_jobid"})
+    if (const char* v = getenv(name); v && *v) return v;
+  const char *job = getenv("SLURM_JOB_ID"), *step = getenv("SLURM_STEP_ID");
+  return job && *job ? fmt::format("{}.{}", job, step ? step : "0") : "";
+}
+
 bool under_mpi_launcher() { return launcher_size_env() != nullptr; }
 
 int launcher_world_size() {

@@ -2,7 +2,10 @@
 
 #include <fmt/format.h>
 #include <stdlib.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
+#include <algorithm>
 #include <bit>
 #include <cstdio>
 #include <cstring>
@@ -16,19 +19,44 @@ namespace kl::comm {
 
 namespace {
 
-std::string shared_dump_dir(const std::string& wanted, int rank) {
+// The folder every rank names before MPI_Init, so that a hang at start-up leaves dumps too:
+// --dump-dir, else one per launcher job under the temporary directory (whichever rank comes first
+// creates it); empty when the launcher names no job, and rank 0 makes one after MPI_Init. Each rank
+// removes its own dump of an earlier run here, before any rank of this one can write a dump.
+std::string dump_dir_before_init(const std::string& wanted, int rank) {
   std::string dir = wanted;
+  if (dir.empty()) {
+    std::string job = launcher_job_id();
+    if (job.empty()) return "";
+    std::replace(job.begin(), job.end(), '/', '_');
+    dir = (std::filesystem::temp_directory_path() / ("kernelab-comm-" + job)).string();
+  }
+  std::error_code ec;
+  std::filesystem::create_directories(dir, ec);
+  if (!std::filesystem::is_directory(dir))
+    runtime_failure(fmt::format("cannot create the dump folder {}: {}", dir, ec ? ec.message() : "not a folder"));
+  struct stat st {};
+  if (wanted.empty() && (stat(dir.c_str(), &st) != 0 || st.st_uid != geteuid()))
+    runtime_failure(fmt::format("the dump folder {} belongs to another user; give --dump-dir", dir));
+  if (rank >= 0) std::filesystem::remove(dump_path(dir, rank), ec);
+  return dir;
+}
+
+// Rank 0's folder for every rank, broadcast: this also orders its removal of an old board, and of
+// the dumps of ranks this run does not have, before any rank maps the new board.
+std::string shared_dump_dir(const std::string& early, int rank, int size) {
+  std::string dir = early;
   if (rank == 0) {
     if (dir.empty()) {
       std::string tmpl = (std::filesystem::temp_directory_path() / "kernelab-comm-XXXXXX").string();
       if (!mkdtemp(tmpl.data())) runtime_failure("cannot create a dump folder under " + tmpl);
       dir = tmpl;
     }
-    std::error_code ec;
-    std::filesystem::create_directories(dir, ec);
-    if (ec) runtime_failure(fmt::format("cannot create the dump folder {}: {}", dir, ec.message()));
-    for (const auto& e : std::filesystem::directory_iterator(dir))  // a previous run's dumps would mislead the doctor
-      if (e.path().filename().string().starts_with("rank-") || e.path().filename() == "board") std::filesystem::remove(e.path());
+    for (const auto& e : std::filesystem::directory_iterator(dir)) {
+      const std::string name = e.path().filename().string();
+      int r = -1;
+      if (name == "board" || (std::sscanf(name.c_str(), "rank-%d.json", &r) == 1 && r >= size)) std::filesystem::remove(e.path());
+    }
   }
   int len = int(dir.size());
   MPI_Bcast(&len, 1, MPI_INT, 0, MPI_COMM_WORLD);
@@ -42,17 +70,18 @@ std::string shared_dump_dir(const std::string& wanted, int rank) {
 Session::Session(SessionOptions opt) : opt_(std::move(opt)) {
   block_termination_signals();
   {
-    StartupWatch watch(launcher_world_rank(), opt_.timeout_s);
-    apply_injections(opt_.injections, launcher_world_rank(), Injection::Point::init);
+    const int launcher_rank = launcher_world_rank();
+    StartupWatch watch(DumpInfo{launcher_rank, launcher_world_size(), dump_dir_before_init(opt_.dump_dir, launcher_rank),
+                                opt_.timeout_s, opt_.run});
+    apply_injections(opt_.injections, launcher_rank, Injection::Point::init);
     watch.enter("in MPI_Init");
     int provided = 0;
     MPI_Init_thread(nullptr, nullptr, MPI_THREAD_SERIALIZED, &provided);
     thread_level_ = provided;
     MPI_Comm_rank(MPI_COMM_WORLD, &rank_);
     MPI_Comm_size(MPI_COMM_WORLD, &size_);
-    // The broadcast of the folder's name orders rank 0's clean-up of an old board before any rank maps the new one.
     watch.enter("in the broadcast of the dump folder's name");
-    dump_dir_ = shared_dump_dir(opt_.dump_dir, rank_);
+    dump_dir_ = shared_dump_dir(watch.dump_dir(), rank_, size_);
   }
   transport_ = std::make_unique<MpiTransport>(MPI_COMM_WORLD);
   board_ = std::make_unique<StatusBoard>(dump_dir_, rank_, size_);

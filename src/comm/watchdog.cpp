@@ -87,8 +87,7 @@ std::optional<int> Watchdog::dead_rank_behind(const std::optional<Record>& r) co
   return std::nullopt;
 }
 
-StartupWatch::StartupWatch(int rank, double timeout_s)
-    : rank_(rank), timeout_s_(timeout_s), start_us_(wall_us()), thread_([this] { loop(); }) {}
+StartupWatch::StartupWatch(DumpInfo info) : info_(std::move(info)), start_us_(wall_us()), thread_([this] { loop(); }) {}
 
 StartupWatch::~StartupWatch() {
   stop_ = true;
@@ -101,14 +100,21 @@ void StartupWatch::loop() {
   while (!stop_) {
     const int sig = sigtimedwait(&signals, nullptr, &tick);
     const double waited_s = double(wall_us() - start_us_) / 1e6;
-    if (sig <= 0 && waited_s <= timeout_s_) continue;
-    const std::string rank = rank_ < 0 ? "rank ?" : fmt::format("rank {}", rank_);
-    const std::string reason = sig > 0 ? signal_reason(sig) : fmt::format("timeout: waited more than {:g} s", timeout_s_);
-    std::fprintf(stderr,
-                 "kernelab comm: %s: %s %s, at start-up, after %.1f s; MPI_Init waits for every rank, so one that "
-                 "never started, died or hangs before it holds the others there (its own message says 'before "
-                 "MPI_Init'); no status board yet, and no dump\n",
-                 rank.c_str(), reason.c_str(), phase_.load(), waited_s);
+    if (sig <= 0 && waited_s <= info_.timeout_s) continue;
+    const std::string rank = info_.rank < 0 ? "rank ?" : fmt::format("rank {}", info_.rank);
+    const std::string reason = sig > 0 ? signal_reason(sig) : fmt::format("timeout: waited more than {:g} s", info_.timeout_s);
+    const std::string message = fmt::format(
+        "{}: {} {}, at start-up, after {:.1f} s; MPI_Init waits for every rank, so one that never started, died or "
+        "hangs before it holds the others there (its own message says 'before MPI_Init')",
+        rank, reason, phase_.load(), waited_s);
+    const bool dumps = !info_.dir.empty() && info_.rank >= 0;
+    if (dumps)
+      write_dump(info_, {{"reason", reason}, {"message", message}, {"startup_phase", phase_.load()}, {"in_flight", nullptr},
+                         {"waiting", {{"what", phase_.load()}, {"start_us", start_us_}}}, {"records", nlohmann::json::array()},
+                         {"board", nlohmann::json::array()}});
+    std::fprintf(stderr, "kernelab comm: %s; %s\n", message.c_str(),
+                 dumps ? ("dump in " + dump_path(info_.dir, info_.rank)).c_str()
+                       : "no dump: no --dump-dir was given and the launcher names no job");
     std::fflush(stderr);
     _exit(1);
   }
@@ -195,17 +201,20 @@ void Watchdog::dump(const std::string& reason, const std::string& message) const
   nlohmann::json board = nlohmann::json::array();
   for (const BoardSlot& s : board_.snapshot())
     board.push_back({{"pid", s.pid}, {"entered", s.entered}, {"completed", s.completed}, {"stage", stage_name(s.stage)}});
-  char host[256] = {};
-  gethostname(host, sizeof host - 1);
   const std::optional<Record> r = recorder_.in_flight();
   const std::optional<Wait> w = waiting();
-  nlohmann::json j = {{"rank", info_.rank}, {"size", info_.size}, {"pid", getpid()}, {"host", host},
-                      {"reason", reason}, {"message", message}, {"timeout_s", info_.timeout_s},
-                      {"dumped_us", wall_us()}, {"in_flight", r ? record_json(*r) : nlohmann::json()},
-                      {"waiting", w ? nlohmann::json{{"what", w->what}, {"start_us", w->start_us}} : nlohmann::json()},
-                      {"records", recorder_.to_json()}, {"board", board}, {"run", info_.extra}};
-  const std::string path = dump_path(info_.dir, info_.rank), tmp = path + ".tmp";
-  std::ofstream(tmp) << j.dump(1) << "\n";
+  write_dump(info_, {{"reason", reason}, {"message", message}, {"in_flight", r ? record_json(*r) : nlohmann::json()},
+                     {"waiting", w ? nlohmann::json{{"what", w->what}, {"start_us", w->start_us}} : nlohmann::json()},
+                     {"records", recorder_.to_json()}, {"board", board}});
+}
+
+void write_dump(const DumpInfo& info, nlohmann::json fields) {
+  char host[256] = {};
+  gethostname(host, sizeof host - 1);
+  fields.update({{"rank", info.rank}, {"size", info.size}, {"pid", getpid()}, {"host", host}, {"timeout_s", info.timeout_s},
+                 {"dumped_us", wall_us()}, {"run", info.extra}});
+  const std::string path = dump_path(info.dir, info.rank), tmp = path + ".tmp";
+  std::ofstream(tmp) << fields.dump(1) << "\n";
   std::rename(tmp.c_str(), path.c_str());
 }
 

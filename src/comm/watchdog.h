@@ -71,25 +71,29 @@ class Watchdog {
 
 // The watch over start-up, before the board exists: MPI_Init (which waits for every rank) and the
 // broadcast of the dump folder's name. Past the timeout, or on SIGTERM or SIGINT, it prints where
-// the rank waited and ends the process (exit 1). It writes no dump: there is no folder or board yet.
+// the rank waited, dumps DUMP_DIR/rank-R.json ("startup_phase", no records, no board) when the
+// folder is known before MPI_Init (session.cpp), and ends the process (exit 1).
 class StartupWatch {
  public:
-  StartupWatch(int rank, double timeout_s);  // rank: the launcher's, -1 when unknown
+  explicit StartupWatch(DumpInfo info);  // info.rank: the launcher's, -1 when unknown; info.dir empty: no dump
   ~StartupWatch();
   StartupWatch(const StartupWatch&) = delete;
   StartupWatch& operator=(const StartupWatch&) = delete;
   void enter(const char* phase) { phase_ = phase; }  // "in MPI_Init": a string that outlives the watch
+  const std::string& dump_dir() const { return info_.dir; }
 
  private:
   void loop();
   std::atomic<const char*> phase_{"before MPI_Init"};
-  int rank_;
-  double timeout_s_;
+  DumpInfo info_;
   int64_t start_us_;
   std::atomic<bool> stop_{false};
   std::thread thread_;
 };
 
 std::string dump_path(const std::string& dir, int rank);
+// Writes DUMP_DIR/rank-R.json (through a temporary file): `fields` and the rank's identity (rank,
+// size, pid, host, timeout_s, dumped_us, run).
+void write_dump(const DumpInfo& info, nlohmann::json fields);
 
 }  // namespace kl::comm

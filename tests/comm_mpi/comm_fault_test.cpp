@@ -122,16 +122,44 @@ TEST(CommFaults, HangBeforeTheEndBarrierIsNamed) { expect_barrier_hang_named("en
 
 // Before the board exists: rank 2 hangs before MPI_Init, where the others wait for it. Each
 // survivor gives up after the timeout saying it waited in MPI_Init; rank 2's own message says
-// where it was (its timeout or mpirun's SIGTERM, whichever comes first).
+// where it was (its timeout or mpirun's SIGTERM, whichever comes first). Every rank dumps, and the
+// doctor names rank 2.
 TEST(CommFaults, HangBeforeMpiInitIsNamed) {
-  const MpiResult r = faulty_run("rank=2,hang,at=init", mpi_scratch("init"));
+  const std::filesystem::path dir = mpi_scratch("init");
+  const MpiResult r = faulty_run("rank=2,hang,at=init", dir);
   EXPECT_NE(r.code, 0);
   EXPECT_LT(r.seconds, 30) << r.err;
-  for (int rank : {0, 1, 3})
+  for (int rank : {0, 1, 3}) {
     EXPECT_NE(r.err.find("kernelab comm: rank " + std::to_string(rank) + ": timeout: waited more than 3 s in MPI_Init, at start-up"),
               std::string::npos) << r.err;
+    const std::filesystem::path dump = dir / ("rank-" + std::to_string(rank) + ".json");
+    ASSERT_TRUE(std::filesystem::exists(dump)) << dump << "\n" << r.err;
+    const nlohmann::json j = nlohmann::json::parse(read_all(dump));
+    EXPECT_EQ(j["startup_phase"], "in MPI_Init") << j.dump();
+    EXPECT_EQ(j["size"], 4) << j.dump();
+    EXPECT_GE(double(j["dumped_us"].get<int64_t>() - j["waiting"]["start_us"].get<int64_t>()) / 1e6, kTimeout) << j.dump();
+  }
   EXPECT_NE(r.err.find("before MPI_Init, at start-up"), std::string::npos) << r.err;
   EXPECT_EQ(r.err.find("kernelab comm: rank 2: timeout: waited more than 3 s in MPI_Init"), std::string::npos) << r.err;
+  const MpiResult d = run_mpi("comm doctor '" + dir.string() + "'", 30);
+  EXPECT_EQ(d.code, 1) << d.out << d.err;
+  EXPECT_NE(d.out.find("rank 2 never reached MPI_Init ("), std::string::npos) << d.out;
+  EXPECT_NE(d.out.find("ranks 0, 1, 3 waited at start-up"), std::string::npos) << d.out;
+  EXPECT_NE(d.out.find("rank 0 was waiting in MPI_Init, at start-up, for "), std::string::npos) << d.out;
+}
+
+// Rank 2 dies before MPI_Init: mpirun ends the others, each dumps where it waited, and the doctor
+// names rank 2 as the one that left no dump.
+TEST(CommFaults, CrashBeforeMpiInitIsNamedByTheDoctor) {
+  const std::filesystem::path dir = mpi_scratch("init-crash");
+  const MpiResult r = faulty_run("rank=2,crash,at=init", dir);
+  EXPECT_NE(r.code, 0);
+  EXPECT_LT(r.seconds, 30) << r.err;
+  const MpiResult d = run_mpi("comm doctor '" + dir.string() + "'", 30);
+  EXPECT_EQ(d.code, 1) << d.out << d.err;
+  EXPECT_NE(d.out.find("rank 2 left no dump: it never started, or its process died or was killed before MPI_Init"),
+            std::string::npos) << d.out << r.err;
+  EXPECT_FALSE(std::filesystem::exists(dir / "rank-2.json"));
 }
 
 TEST(CommFaults, DoctorRefusesAFolderWithoutDumps) {
