@@ -12,8 +12,9 @@
 #      and the memory-bound ladders on 256 MB working sets (big/): bench points, each timed only
 #      after its output passed the reference check (the points bench/results/h200/ keeps)
 #   6. the simulator's memory counts beside Nsight Compute's (ncu/), racecheck over rungs (sanitizer/)
-#   7. a CUPTI trace, `comm check --transport nccl` with 2 and 3 ranks on the GPU (nccl/, where the
-#      machine has mpirun), the experiment sweeps, and `report --backend cuda` with the time left
+#   7. a CUPTI trace, `comm check --transport nccl` with 2 and 3 ranks on the GPU (nccl/; mpirun is
+#      the image's or the carried OpenMPI's), the CPU collectives with a core per rank (comm-cpu-*),
+#      the experiment sweeps, and `report --backend cuda` with the time left
 # Each step has its own budget under one deadline (KERNELAB_DEADLINE_S, default 540 s): a step that
 # would pass it is skipped with a line saying so. Everything lands in a work folder that is packed
 # into $OUT/results.tgz after every step (the device tool returns at most 8 files), beside
@@ -113,6 +114,18 @@ else
   kl="$root/build-device/kernelab"
 fi
 pack
+
+# OpenMPI's mpirun, for the NCCL transport and the CPU collectives: the image's, else the carried
+# Debian packages unpacked and relocated (OPAL_PREFIX; tried here with the system's copy hidden).
+if ! command -v mpirun >/dev/null && ls .device-deps/openmpi-bin_*.deb >/dev/null 2>&1; then
+  ompi=/tmp/kernelab-ompi
+  for f in .device-deps/openmpi-*.deb .device-deps/lib{openmpi3,pmix2,hwloc15,event-core,event-pthreads}*.deb; do dpkg -x "$f" "$ompi"; done
+  ln -sf orterun "$ompi/usr/bin/mpirun"
+  export OPAL_PREFIX="$ompi/usr" OPAL_SYSCONFDIR="$ompi/etc/openmpi" PMIX_INSTALL_PREFIX="$ompi/usr/lib/x86_64-linux-gnu/pmix2"
+  export PATH="$ompi/usr/bin:$PATH"
+  export LD_LIBRARY_PATH="$LD_LIBRARY_PATH:$ompi/usr/lib/x86_64-linux-gnu:$ompi/usr/lib/x86_64-linux-gnu/openmpi/lib:$ompi/usr/lib/x86_64-linux-gnu/pmix2/lib"
+fi
+echo "mpirun: $(command -v mpirun || echo 'none: the NCCL and CPU collectives steps will say so')"
 
 run_sim_programs() {  # the tests/sim programs, then the planted bugs under compute-sanitizer
   mkdir -p "$W/sim-programs"
@@ -282,6 +295,13 @@ nccl_check() {  # issue 16: the own algorithms on the NCCL transport beside NCCL
   done
 }
 
+comm_cpu() {  # issue 16: the CPU collectives with a core per rank (this VM has 2 cores; that host 16)
+  command -v mpirun >/dev/null || { echo "no mpirun on this machine: the CPU collectives were not run"; return 0; }
+  local ranks=$(( $(nproc) / 2 )); [ $ranks -gt 8 ] && ranks=8
+  RANKS=$ranks ROUNDS=1 LARGEST=128M KERNELAB="$kl" KERNELAB_COMMIT="$(cat .device-bin/commit 2>/dev/null || echo unknown)" \
+    COMM_OUT="$W/comm-cpu-${ranks}ranks.json" bash scripts/comm-bench-cpu.sh
+}
+
 checks_per_op() {  # one process per op, so a kernel that hangs costs its op alone
   mkdir -p "$W/check"
   local op failed=0
@@ -304,11 +324,11 @@ cpu_ladders() {  # the host's triad and FMA ceilings, then the memory-bound CPU 
   done
 }
 
-export -f nccl_check tune_profiles cpu_ladders run_sim_programs gemm_headline attention_headline quant_headline ncu_compare racecheck_rungs big_ladders cupti_trace checks_per_op
+export -f comm_cpu nccl_check tune_profiles cpu_ladders run_sim_programs gemm_headline attention_headline quant_headline ncu_compare racecheck_rungs big_ladders cupti_trace checks_per_op
 export kl W
 
 # Steps by name: all by default, or those named on the command line (a second call in one window).
-wanted=" ${*:-sim probe check quant tune gemm attention big ncu racecheck trace nccl sweeps cpu report} "
+wanted=" ${*:-sim probe check quant tune gemm attention big ncu racecheck trace nccl commcpu sweeps cpu report} "
 want() { [[ "$wanted" == *" $1 "* ]]; }
 want sim && step "tests/sim programs on the chip; the planted bugs under compute-sanitizer" 60 bash -c run_sim_programs
 want probe && step "probe: copy bandwidth and cuBLASLt rates" 60 bash -c '"$kl" probe --gpu --json > "$W/probe.json"'
@@ -322,6 +342,7 @@ want ncu && step "simulator profiler against ncu" 70 bash -c ncu_compare
 want racecheck && step "racecheck over the shared-memory rungs" 50 bash -c racecheck_rungs
 want trace && step "a CUPTI trace, analysed" 20 bash -c cupti_trace
 want nccl && step "comm check --transport nccl: 2 and 3 ranks on the one GPU (NCCL_MULTI_RANK_GPU_ENABLE)" 60 bash -c nccl_check
+want commcpu && step "CPU collectives with a core per rank: own ring and tree beside MPI at 64-256 MiB" 60 bash -c comm_cpu
 want sweeps && step "experiment sweeps" 60 bash scripts/experiment-sweeps.sh "$kl" cuda "$W/sweeps"
 want cpu && step "CPU ladders on this host's CPU (issue 18: the generic build on another x86 kind)" 40 bash -c cpu_ladders
 want report && step "report --backend cuda (the checks again, one point per variant at the report's shapes)" 200 \

@@ -5,7 +5,9 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 pkgs=(libgtest-dev libfmt-dev libfmt9 libcli11-dev nlohmann-json3-dev libopenblas-dev libopenblas0
-      libopenblas-pthread-dev libopenblas0-pthread libgfortran5 libsimdjson-dev libsimdjson14)
+      libopenblas-pthread-dev libopenblas0-pthread libgfortran5 libsimdjson-dev libsimdjson14
+      # OpenMPI's launcher, relocated there (device-check.sh: OPAL_PREFIX) when the image has no mpirun
+      openmpi-bin openmpi-common libopenmpi3 libpmix2 libhwloc15 libevent-core-2.1-7 libevent-pthreads-2.1-7)
 mkdir -p .device-deps
 grep -qx '/.device-deps/' .git/info/exclude 2>/dev/null || echo '/.device-deps/' >> .git/info/exclude
 cd .device-deps
