@@ -108,6 +108,14 @@ target_link_libraries(kl_gemm_w4a16 PUBLIC kl_quant)
 target_link_libraries(kl_gemm_w8a8 PUBLIC kl_quant)
 target_link_libraries(kl_gemm_fp8 PUBLIC kl_quant)
 
+# The fused op's rungs are generated from each problem's expression (src/jit): kl_expr always,
+# the simulator's runs of them where `kernelab fuse` is built.
+target_link_libraries(kl_fused PUBLIC kl_expr)
+if(TARGET kl_jit)
+  target_link_libraries(kl_fused PUBLIC kl_jit)
+  target_compile_definitions(kl_fused PRIVATE KERNELAB_HAVE_FUSE=1)
+endif()
+
 # The rung list: one KL_RUNG_FILE(id) line per rung file, regenerated whenever a file is added.
 list(TRANSFORM KERNELAB_RUNG_IDS PREPEND "KL_RUNG_FILE(" OUTPUT_VARIABLE lines)
 list(TRANSFORM lines APPEND ")")

@@ -34,7 +34,7 @@ using kl::Variant;
 using ::testing::HasSubstr;
 
 const std::vector<std::string> kOps = {"gemm",          "gemm_w4a16", "gemm_w8a8", "gemm_fp8", "attention",      "attention_bwd",  "decode", "softmax",        "layernorm",      "rmsnorm",
-                                       "transpose",     "reduce",         "bias_gelu",      "exp_stride",
+                                       "transpose",     "reduce",         "bias_gelu",      "fused",          "exp_stride",
                                        "exp_occupancy", "exp_smem_banks", "exp_divergence", "exp_launch",
                                        "exp_cache_bandwidth", "exp_cache_latency"};
 

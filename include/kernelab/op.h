@@ -68,6 +68,7 @@ struct OptSpec {
   std::string default_value;
   std::string help;
   bool list = false;  // a comma-separated list of positive integers ("1,17,300"); empty for none
+  bool text = false;  // any text, which the op's validate checks (an expression)
 };
 
 struct TensorSpec {
@@ -153,6 +154,9 @@ struct Variant {
   Backend backend = Backend::cpu;
   std::string note;   // one sentence: what this rung changes against the one below, and why
   bool peer = false;  // a library peer (OpenBLAS, cuBLAS, ...)
+  // CUDA rungs generated at run time for each problem (the `fused` op's, src/jit): no rung file,
+  // so no static facts of a built object; NVRTC's PTX is checked instead (`kernelab fuse --arch`).
+  bool generated = false;
   std::string source;  // CUDA rungs: the file, relative to src/ops; it declares the rung
   int ladder_number = 0;  // CUDA rungs: NN of the file's vNN, their place in the ladder
   std::function<Reason(const Problem&)> supports = [](const Problem&) { return Reason{}; };

@@ -18,13 +18,14 @@ void add_list(CLI::App& app) {
         nlohmann::json configs = nlohmann::json::array();
         for (const Config& c : v.configs) configs.push_back({{"name", c.name}});
         nlohmann::json j = {{"name", v.name}, {"backend", backend_name(v.backend)}, {"peer", v.peer}, {"note", v.note}, {"configs", configs}};
+        if (v.generated) j["generated"] = true;  // its kernels come from each problem (the fused op)
         if (v.backend == Backend::cuda) j.update(variant_static_json(v));  // resources, occupancy per config (static_facts.h)
         vs.push_back(j);
       }
       nlohmann::json dims = nlohmann::json::array(), opts = nlohmann::json::array(), dtypes = nlohmann::json::array();
       for (const DimSpec& d : op.dims) dims.push_back({{"name", d.name}, {"default", d.default_value}, {"help", d.help}});
       for (const OptSpec& o : op.opts)
-        opts.push_back({{"name", o.name}, {"values", o.values}, {"default", o.default_value}, {"help", o.help}});
+        opts.push_back({{"name", o.name}, {"values", o.values}, {"default", o.default_value}, {"help", o.help}, {"text", o.text}});
       for (DType t : op.dtypes) dtypes.push_back(dtype_name(t));
       nlohmann::json tensor_dtypes = nlohmann::json::object();
       for (const auto& [tensor, ts] : op.tensor_dtypes)

@@ -370,19 +370,17 @@ std::string host_run(const Program& p) {
   s += "    const int staged = stage_bytes <= 48 * 1024;  // else a later pass reads its input again\n";
   s += fmt::format("    {}<<<rows, threads, staged ? stage_bytes : 0>>>({}rows, cols, staged);\n", kFusedKernel, args);
   s += "    CHECK(cudaGetLastError());\n  } else {\n";
-  for (int id : steps(p)) {
-    const Node& n = p.nodes[size_t(id)];
+  const std::vector<UnfusedStep> chain = unfused_steps(p);
+  for (const UnfusedStep& step : chain)
     s += fmt::format("    T* {0} = nullptr;\n    CHECK(cudaMalloc(&{0}, {1} * sizeof(T)));\n    CHECK(cudaMemset({0}, 0xFF, {1} * sizeof(T)));\n",
-                     buffer_name(p, id), count(n.kind));
-  }
-  for (int id : steps(p)) {
-    const Node& n = p.nodes[size_t(id)];
-    const std::set<int> operands = buffered_operands(p, n);
+                     buffer_name(p, step.node), count(p.nodes[size_t(step.node)].kind));
+  for (const UnfusedStep& step : chain) {
     std::string a;
-    for (int o : operands) a += buffer_name(p, o) + ", ";
-    const std::string grid = is_reduction(n.op) ? "rows" : fmt::format("kl_grid({})", count(n.kind));
-    const std::string block = is_reduction(n.op) ? "threads" : "256";
-    s += fmt::format("    kl_step{}<<<{}, {}>>>({}{}, rows, cols);\n    CHECK(cudaGetLastError());\n", id, grid, block, a, buffer_name(p, id));
+    for (int o : step.operands) a += buffer_name(p, o) + ", ";
+    const std::string grid = step.reduction ? "rows" : fmt::format("kl_grid({})", count(p.nodes[size_t(step.node)].kind));
+    const std::string block = step.reduction ? "threads" : "256";
+    s += fmt::format("    kl_step{}<<<{}, {}>>>({}{}, rows, cols);\n    CHECK(cudaGetLastError());\n", step.node, grid, block, a,
+                     buffer_name(p, step.node));
   }
   for (const Tensor& o : p.outputs) s += fmt::format("    outputs.push_back({{{}, {}}});\n", buffer_name(p, o.node), count(o.kind));
   s += "  }\n  CHECK(cudaDeviceSynchronize());\n";
@@ -394,8 +392,19 @@ std::string host_run(const Program& p) {
 
 }  // namespace
 
+std::vector<UnfusedStep> unfused_steps(const Program& p) {
+  std::vector<UnfusedStep> out;
+  for (int id : steps(p)) {
+    const Node& n = p.nodes[size_t(id)];
+    const std::set<int> operands = buffered_operands(p, n);
+    out.push_back({id, std::vector<int>(operands.begin(), operands.end()), is_reduction(n.op)});
+  }
+  return out;
+}
+
 const char* fuse_dtype_name(FuseDType t) { return t == FuseDType::fp32 ? "fp32" : t == FuseDType::fp16 ? "fp16" : "bf16"; }
 const char* fuse_dtype_ctype(FuseDType t) { return t == FuseDType::fp32 ? "float" : t == FuseDType::fp16 ? "__half" : "__nv_bfloat16"; }
+double fuse_tolerance(FuseDType t) { return t == FuseDType::fp32 ? 1e-5 : t == FuseDType::fp16 ? 2e-3 : 2e-2; }
 int fuse_dtype_bytes(FuseDType t) { return t == FuseDType::fp32 ? 4 : 2; }
 
 int block_threads(int64_t cols) { return int(std::clamp<int64_t>((cols + 31) / 32 * 32, 32, 256)); }

@@ -13,6 +13,7 @@
 // The source is plain CUDA with cuda_fp16.h / cuda_bf16.h for the 16-bit dtypes.
 #pragma once
 #include <string>
+#include <vector>
 
 #include "jit/expr.h"
 
@@ -22,6 +23,8 @@ enum class FuseDType { fp32, fp16, bf16 };
 const char* fuse_dtype_name(FuseDType t);  // "fp32", "fp16", "bf16"
 const char* fuse_dtype_ctype(FuseDType t); // "float", "__half", "__nv_bfloat16"
 int fuse_dtype_bytes(FuseDType t);
+// The tolerance on max |y - ref| / max |ref| per output: fp32 1e-5, fp16 2e-3, bf16 2e-2.
+double fuse_tolerance(FuseDType t);
 
 // Whole translation units for one dtype: what --emit prints and NVRTC compiles (the fused one).
 std::string fused_source(const Program& p, FuseDType t);
@@ -31,6 +34,17 @@ std::string unfused_source(const Program& p, FuseDType t);
 inline constexpr const char* kFusedKernel = "kl_fused";
 int block_threads(int64_t cols);                       // a multiple of 32, at most 256
 int64_t fused_stage_floats(const Program& p);          // staged inputs per column (times cols: the floats)
+
+// The unfused chain's launches, in order: kernel kl_step<node> takes the buffers of `operands`
+// (node ids of inputs or earlier steps, ascending), then its own output buffer, rows and cols; a
+// reduction runs one block of block_threads(cols) per row, any other step a grid-stride loop over
+// elements(kind) elements.
+struct UnfusedStep {
+  int node = -1;
+  std::vector<int> operands;
+  bool reduction = false;
+};
+std::vector<UnfusedStep> unfused_steps(const Program& p);
 
 // A program for the simulator (`sim run`): both schedules for all three dtypes, the shape taken
 // at run time, so one compile serves every dtype and shape of an expression.

@@ -89,17 +89,8 @@ struct TempDir {
   }
 };
 
-// Runs one schedule in the simulator; the outputs' values.
-std::vector<std::vector<double>> simulate(const Program& p, const fs::path& program, const FuseRequest& q, const std::string& schedule,
-                                          const fs::path& in) {
-  TempDir tmp;
-  const fs::path out = tmp.path / "outputs.bin";
-  sim::RunRequest r;
-  r.file = program.string();
-  r.args = {fuse_dtype_name(q.dtype), schedule, std::to_string(q.rows), std::to_string(q.cols), in.string(), out.string()};
-  const int code = sim::run_program(r);
-  if (code != 0) runtime_failure("fuse: the " + schedule + " schedule failed in the simulator (exit " + std::to_string(code) + "; its messages are above)");
-  const std::string bytes = slurp(out);
+// The outputs' values from their bytes (Program::outputs order, each row-major in the dtype).
+std::vector<std::vector<double>> output_values(const Program& p, const FuseRequest& q, const std::string& bytes, const std::string& schedule) {
   const int size = fuse_dtype_bytes(q.dtype);
   std::vector<std::vector<double>> result;
   std::size_t at = 0;
@@ -113,6 +104,26 @@ std::vector<std::vector<double>> simulate(const Program& p, const fs::path& prog
   return result;
 }
 
+// The simulator program of an expression (every dtype and shape), in `sim run`'s cache folder
+// under a hash of its text; `sim run` caches its build.
+fs::path simulator_program_file(const Program& p) {
+  const std::string text = simulator_program(p);
+  std::uint64_t h = 1469598103934665603ull;
+  for (unsigned char c : text) h = (h ^ c) * 1099511628211ull;
+  char key[17];
+  std::snprintf(key, sizeof key, "%016llx", static_cast<unsigned long long>(h));
+  const fs::path dir = fs::path(sim::cache_dir()) / "fuse";
+  std::error_code ec;
+  fs::create_directories(dir, ec);
+  const fs::path program = dir / (std::string("fuse_") + key + ".cu");
+  if (!fs::exists(program, ec) || slurp(program) != text) {
+    const fs::path tmp = program.string() + "." + std::to_string(getpid());
+    std::ofstream(tmp, std::ios::binary) << text;
+    fs::rename(tmp, program, ec);
+  }
+  return program;
+}
+
 std::string one_line(std::string s) {
   for (char& c : s)
     if (c == '\n' || c == '\r') c = ' ';
@@ -121,7 +132,21 @@ std::string one_line(std::string s) {
 
 }  // namespace
 
-double fuse_tolerance(FuseDType t) { return t == FuseDType::fp32 ? 1e-5 : t == FuseDType::fp16 ? 2e-3 : 2e-2; }
+std::string simulate_schedule(const Program& p, FuseDType t, const std::string& schedule, int64_t rows, int64_t cols,
+                              const std::string& inputs, bool race_check) {
+  const fs::path program = simulator_program_file(p);
+  TempDir tmp;
+  const fs::path in = tmp.path / "inputs.bin", out = tmp.path / "outputs.bin";
+  std::ofstream(in, std::ios::binary) << inputs;
+  sim::RunRequest r;
+  r.file = program.string();
+  r.args = {fuse_dtype_name(t), schedule, std::to_string(rows), std::to_string(cols), in.string(), out.string()};
+  r.race_check = race_check;
+  const int code = sim::run_program(r);
+  if (code != 0) runtime_failure("fuse: the " + schedule + " schedule failed in the simulator (exit " + std::to_string(code) + "; its messages are above)");
+  return slurp(out);
+}
+
 
 std::vector<std::vector<double>> fuse_inputs(const Program& p, const FuseRequest& q) {
   Rng rng(q.seed);
@@ -165,26 +190,8 @@ FuseReport run_fuse(const FuseRequest& q) {
   }
   if (rep.fallback) rep.schedule = "unfused";
 
-  // The simulator program: one per expression (every dtype and shape), cached by `sim run`.
-  const std::string text = simulator_program(p);
-  std::uint64_t h = 1469598103934665603ull;
-  for (unsigned char c : text) h = (h ^ c) * 1099511628211ull;
-  char key[17];
-  std::snprintf(key, sizeof key, "%016llx", static_cast<unsigned long long>(h));
-  const fs::path dir = fs::path(sim::cache_dir()) / "fuse";
-  std::error_code ec;
-  fs::create_directories(dir, ec);
-  const fs::path program = dir / (std::string("fuse_") + key + ".cu");
-  if (!fs::exists(program, ec) || slurp(program) != text) {
-    const fs::path tmp = program.string() + "." + std::to_string(getpid());
-    std::ofstream(tmp, std::ios::binary) << text;
-    fs::rename(tmp, program, ec);
-  }
-
-  TempDir tmp;
   const auto inputs = fuse_inputs(p, q);
-  const fs::path in = tmp.path / "inputs.bin";
-  std::ofstream(in, std::ios::binary) << raw(q.dtype, inputs);
+  const std::string in = raw(q.dtype, inputs);
   const auto ref = evaluate(p, inputs, q.rows, q.cols);
   for (std::size_t i = 0; i < ref.size(); ++i)
     for (double v : ref[i])
@@ -192,9 +199,9 @@ FuseReport run_fuse(const FuseRequest& q) {
         bad_input("fuse: the float64 evaluation of " + p.outputs[i].name +
                   " gives NaN on the generated inputs (uniform in [-2, 2], or [0.5, 2] where log, sqrt or rsqrt takes an input "
                   "directly): the expression is not defined there (a log or sqrt of a negative value, 0/0, inf - inf?)");
-  const auto unfused = simulate(p, program, q, "unfused", in);
+  const auto unfused = output_values(p, q, simulate_schedule(p, q.dtype, "unfused", q.rows, q.cols, in), "unfused");
   std::vector<std::vector<double>> fused;
-  if (!rep.fallback) fused = simulate(p, program, q, "fused", in);
+  if (!rep.fallback) fused = output_values(p, q, simulate_schedule(p, q.dtype, "fused", q.rows, q.cols, in), "fused");
   rep.passed = true;
   for (std::size_t i = 0; i < p.outputs.size(); ++i) {
     OutputCheck c{p.outputs[i].name, p.outputs[i].kind};

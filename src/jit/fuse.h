@@ -42,12 +42,17 @@ struct FuseReport {
   std::string fused_source, unfused_source;
 };
 
-// The tolerance on max |y - ref| / max |ref| per output: fp32 1e-5, fp16 2e-3, bf16 2e-2.
-double fuse_tolerance(FuseDType t);
 
 // Never fails for an NVRTC failure (that is the fallback); BadInput for a malformed expression
 // or shape, RuntimeFailure when the simulator cannot run the program.
 FuseReport run_fuse(const FuseRequest& request);
+
+// One schedule ("fused" or "unfused") of p in the simulator: `inputs` the inputs' bytes in
+// Program::inputs order (each row-major, in the dtype); returns the outputs' bytes likewise.
+// With race_check, every launch runs forward and reversed (`sim run --race-check`). RuntimeFailure
+// when the run fails, a race found included.
+std::string simulate_schedule(const Program& p, FuseDType t, const std::string& schedule, int64_t rows, int64_t cols,
+                              const std::string& inputs, bool race_check = false);
 
 // The inputs as generated for a request (float64 values, already rounded to the dtype): uniform
 // in [-2, 2] with |x| >= 1/64 (never zero), or [0.5, 2] for an input that log, sqrt or rsqrt

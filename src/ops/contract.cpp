@@ -197,8 +197,8 @@ Problem make_problem(const Op& op, DType dtype, const std::map<std::string, int6
     auto spec = std::find_if(op.opts.begin(), op.opts.end(), [&](const OptSpec& o) { return o.name == k; });
     if (spec == op.opts.end()) bad_input(fmt::format("op {} has no option '{}'", op.name, k));
     const bool unset = v.empty() && spec->default_value.empty();  // left unset, as by default (--seqlens)
-    if (unset) {
-      // nothing to check
+    if (unset || spec->text) {
+      // nothing to check here (op.validate checks a text)
     } else if (spec->list) {
       if (parse_positive_list(v).empty())
         bad_input(fmt::format("option {}='{}' of op {} is not a comma-separated list of positive integers", k, v, op.name));

@@ -16,6 +16,7 @@ Op make_rmsnorm_op();
 Op make_transpose_op();
 Op make_reduce_op();
 Op make_bias_gelu_op();
+Op make_fused_op();
 Op make_exp_stride_op();
 Op make_exp_occupancy_op();
 Op make_exp_smem_banks_op();

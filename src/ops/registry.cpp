@@ -91,7 +91,7 @@ std::vector<Variant> gpu_rungs() {
 std::vector<Op> make_ops() {
   std::vector<Op> ops = {make_gemm_op(),    make_gemm_w4a16_op(), make_gemm_w8a8_op(), make_gemm_fp8_op(), make_attention_op(), make_attention_bwd_op(), make_decode_op(), make_softmax_op(),   make_layernorm_op(),
                          make_rmsnorm_op(), make_transpose_op(), make_reduce_op(),
-                         make_bias_gelu_op(),
+                         make_bias_gelu_op(), make_fused_op(),
                          // the execution-model and memory-hierarchy experiments
                          make_exp_stride_op(), make_exp_occupancy_op(), make_exp_smem_banks_op(),
                          make_exp_divergence_op(), make_exp_launch_op(), make_exp_cache_bandwidth_op(),

@@ -343,9 +343,10 @@ nlohmann::json variant_static_json(const Variant& v, const CudaStatic& s) {
     for (const KernelGroup& g : c.kernels) claims.insert(g.ptx.begin(), g.ptx.end());
   nlohmann::json j = {{"source", v.source}, {"ptx_claims", claims}};
   if (!v.configs.empty() && v.configs.front().threads_per_block) j["threads_per_block"] = v.configs.front().threads_per_block;
-  const ObjectFacts* o = s.available() ? s.find(v.source) : nullptr;
+  const ObjectFacts* o = s.available() && !v.generated ? s.find(v.source) : nullptr;
   if (!o || v.peer) {
     j["static"] = v.peer            ? std::string("no kernel of ours: the library launches its own")
+                  : v.generated     ? std::string(kGeneratedRung)
                   : !s.available() ? s.why_not
                                    : fmt::format("not available: {} holds no object for {}", s.dir, v.source);
     nlohmann::json configs = nlohmann::json::array();
@@ -368,6 +369,7 @@ nlohmann::json variant_static_json(const Variant& v, const CudaStatic& s) {
 
 std::string variant_resources_line(const Variant& v, const CudaStatic& s) {
   if (v.peer) return "no kernel of ours: the library launches its own";
+  if (v.generated) return kGeneratedRung;
   const ObjectFacts* o = s.available() ? s.find(v.source) : nullptr;
   if (!o || v.configs.empty())
     return !s.available() ? s.why_not : fmt::format("not available: no object for {}", v.source);

@@ -17,6 +17,9 @@ namespace kl {
 
 inline constexpr const char* kNoCudaCompiler = "no CUDA compiler: static checks skipped";
 inline constexpr const char* kStaticArch = "sm_90a";  // the arch whose PTX and SASS hold the claims; list and report show it
+// What list and report say of a rung generated per problem (Variant::generated): no built object.
+inline constexpr const char* kGeneratedRung =
+    "generated per problem at run time: no built object; `kernelab fuse EXPR --arch sm_90a` shows NVRTC's PTX and checks it for local memory";
 inline constexpr int kMaxRegistersPerThread = 255;
 
 // One kernel on one arch, as cuobjdump reported it.

@@ -1,0 +1,29 @@
+// Named expressions of the fusion language (expr.h): the blocks a transformer runs between its
+// GEMMs, as the `fused` op's check and report cases and as `--expr NAME`.
+#pragma once
+#include <string_view>
+
+namespace kl::jit {
+
+struct Preset {
+  const char* name;
+  const char* text;
+  const char* vectors;  // the inputs that are row vectors, comma separated
+};
+
+inline constexpr Preset kPresets[] = {
+    {"softmax_causal",
+     "m = rowmax(where(col <= row, x * 0.125, -1e30)); e = exp(where(col <= row, x * 0.125, -1e30) - m); y = e / rowsum(e)", ""},
+    {"layernorm", "mu = rowmean(x); d = x - mu; y = d * rsqrt(rowmean(d * d) + 1e-5) * g + b", "g,b"},
+    {"rmsnorm_residual", "h = x + r; y = h * rsqrt(rowmean(h * h) + 1e-6) * g", "g"},
+    {"bias_gelu", "y = gelu(x + b)", "b"},
+    {"swiglu", "y = silu(a) * b", ""},
+};
+
+inline const Preset* find_preset(std::string_view name) {
+  for (const Preset& p : kPresets)
+    if (name == p.name) return &p;
+  return nullptr;
+}
+
+}  // namespace kl::jit

@@ -1,0 +1,136 @@
+#include <fmt/format.h>
+
+#include <cmath>
+
+#include "jit/presets.h"
+#include "kernelab/error.h"
+#include "kernelab/rng.h"
+#include "ops/fused/fused.h"
+#include "ops/ops.h"
+#include "ops/rowwise.h"
+
+namespace kl {
+
+namespace {
+
+jit::FuseDType fuse_dtype(DType t) {
+  return t == DType::f16 ? jit::FuseDType::fp16 : t == DType::bf16 ? jit::FuseDType::bf16 : jit::FuseDType::fp32;
+}
+
+// --expr as a named expression (with its row vectors) or as written (with --vector's).
+jit::Program program_of(const Problem& p) {
+  std::string text = p.opt("expr"), vectors = p.opt("vector");
+  if (const jit::Preset* named = jit::find_preset(text)) {
+    if (!vectors.empty()) bad_input(fmt::format("fused: --expr {} names its own row vectors ({}); drop --vector", text, named->vectors));
+    text = named->text, vectors = named->vectors;
+  }
+  std::set<std::string> names;
+  for (std::size_t at = 0; at < vectors.size();) {
+    const std::size_t end = std::min(vectors.find(',', at), vectors.size());
+    if (end > at) names.insert(vectors.substr(at, end - at));
+    at = end + 1;
+  }
+  return jit::parse(text, names);
+}
+
+Shape shape_of(jit::Kind k, int64_t rows, int64_t cols) {
+  if (k == jit::Kind::row) return {rows};
+  if (k == jit::Kind::col) return {cols};
+  return {rows, cols};
+}
+
+// As `kernelab fuse` draws them: uniform in [-2, 2] with |x| >= 1/64, or [0.5, 2] for an input
+// that log, sqrt or rsqrt takes directly.
+void fill_input(Tensor& t, uint64_t seed, bool positive) {
+  Rng rng(seed);
+  for (int64_t i = 0; i < t.numel(); ++i) {
+    double x;
+    do x = positive ? rng.uniform(0.5, 2.0) : rng.uniform(-2.0, 2.0);
+    while (std::fabs(x) < 1.0 / 64);
+    t.set(i, x);
+  }
+}
+
+std::vector<std::vector<double>> reference(const Problem& problem, std::span<const Tensor> in) {
+  const FusedParams& f = problem.as<FusedParams>();
+  std::vector<std::vector<double>> inputs;
+  for (const Tensor& t : in) inputs.push_back(to_doubles(t));
+  return jit::evaluate(f.program, inputs, f.rows, f.cols);
+}
+
+// FLOPs: one per element of every node that computes (a function or a reduction step counts one).
+double flops(const FusedParams& f) {
+  double n = 0;
+  for (const jit::Node& node : f.program.nodes)
+    if (!jit::is_leaf(node.op) && node.op != jit::OpCode::copy)
+      n += double(jit::elements(jit::is_reduction(node.op) ? jit::Kind::full : node.kind, f.rows, f.cols));
+  return n;
+}
+
+}  // namespace
+
+Op make_fused_op() {
+  Op op;
+  op.name = "fused";
+  op.summary = "an elementwise and row-reduction expression (kernelab fuse's language), its kernels generated at run time";
+  op.counting = "FLOPs: one per element each computing node produces (a function such as exp or erf counts one, a reduction one "
+                "per element it reads); bytes: each input read once and each output written once (the fused schedule's)";
+  op.dims = rows_cols_dims();
+  op.opts = {{"expr", {}, "rmsnorm_residual",
+              "the expression, or a named one: softmax_causal, layernorm, rmsnorm_residual, bias_gelu, swiglu", false, true},
+             {"vector", {}, "", "the inputs that are row vectors of length cols, NAME[,NAME...] (a named expression brings its own)",
+              false, true}};
+  op.dtypes = float_dtypes();
+  op.validate = [](const Problem& p) {
+    if (p.dim("rows") >= (int64_t{1} << 31) || p.dim("cols") >= (int64_t{1} << 31))
+      bad_input("fused: rows and cols must each be below 2^31 (the generated kernels index rows and columns with int)");
+    program_of(p);  // BadInput naming the column of a malformed expression
+  };
+  op.parse = [](const Problem& p) -> std::any {
+    return FusedParams{program_of(p), fuse_dtype(p.dtype), p.dim("rows"), p.dim("cols")};
+  };
+  op.cost = [](const Problem& p) {
+    const FusedParams& f = p.as<FusedParams>();
+    return Cost{flops(f), double(jit::bytes_fused(f.program, f.rows, f.cols, dtype_bits(p.dtype) / 8))};
+  };
+  op.inputs = [](const Problem& p) {
+    const FusedParams& f = p.as<FusedParams>();
+    std::vector<TensorSpec> specs;
+    for (std::size_t i = 0; i < f.program.inputs.size(); ++i) {
+      TensorSpec s{f.program.inputs[i].name, p.dtype, shape_of(f.program.inputs[i].kind, f.rows, f.cols), {}};
+      const bool positive = jit::feeds_positive_only(f.program, int(i));
+      s.fill = [positive](Tensor& t, uint64_t seed) { fill_input(t, seed, positive); };
+      specs.push_back(std::move(s));
+    }
+    return specs;
+  };
+  op.outputs = [](const Problem& p) {
+    const FusedParams& f = p.as<FusedParams>();
+    std::vector<TensorSpec> specs;
+    for (const jit::Tensor& o : f.program.outputs) specs.push_back({o.name, p.dtype, shape_of(o.kind, f.rows, f.cols), {}});
+    return specs;
+  };
+  op.reference = reference;
+  op.check_cases = [](const Op& self) {
+    std::vector<Problem> out;
+    for (const jit::Preset& e : jit::kPresets)
+      for (DType t : float_dtypes())
+        for (auto [r, c] : std::vector<std::pair<int64_t, int64_t>>{{1, 1}, {7, 33}, {127, 1000}, {3, 13000}})
+          out.push_back(make_problem(self, t, {{"rows", r}, {"cols", c}}, {{"expr", e.name}}));
+    return out;
+  };
+  op.report_cases = [](const Op& self) {
+    std::vector<Problem> out;
+    for (const jit::Preset& e : jit::kPresets)
+      out.push_back(make_problem(self, DType::bf16, {{"rows", 4096}, {"cols", 4096}}, {{"expr", e.name}}));
+    return out;
+  };
+  // `kernelab fuse`'s: a few roundings of the dtype (the unfused chain rounds every intermediate).
+  op.tolerance = [](const Problem& p) { return jit::fuse_tolerance(fuse_dtype(p.dtype)); };
+  op.error_per_row = false;
+  op.variants = fused_cpu_variants();
+  for (Variant& v : fused_cuda_variants()) op.variants.push_back(std::move(v));
+  return op;
+}
+
+}  // namespace kl
