@@ -19,6 +19,12 @@ namespace kl::cli {
 #if KERNELAB_HAVE_FUSE
 namespace {
 
+int occurrences(const std::string& text, const std::string& what) {
+  int n = 0;
+  for (std::size_t at = text.find(what); at != std::string::npos; at = text.find(what, at + 1)) ++n;
+  return n;
+}
+
 std::string shape_of(jit::Kind k, int64_t rows, int64_t cols) {
   switch (k) {
     case jit::Kind::row: return fmt::format("{} (one per row)", rows);
@@ -99,6 +105,8 @@ void add_fuse(CLI::App& app) {
         j["nvrtc_cache"] = r.jit->cache_hit ? "hit" : "miss";
         j["ptx_bytes"] = r.jit->ptx.size();
         j["ptx_local_memory"] = r.jit->ptx.find(".local") != std::string::npos;
+        j["ptx_vector_loads"] = occurrences(r.jit->ptx, "ld.global.nc.v4");  // the 16-byte path (codegen.h)
+        j["ptx_vector_stores"] = occurrences(r.jit->ptx, "st.global.v4");
       }
       if (emit) j["source_fused"] = r.fused_source, j["source_unfused"] = r.unfused_source;
       fmt::print("{}\n", j.dump(2));
@@ -122,9 +130,10 @@ void add_fuse(CLI::App& app) {
       fmt::print("  bytes: unfused {}, fused {} ({:.2f}x fewer)\n", human_bytes(r.bytes_unfused), human_bytes(r.bytes_fused),
                  double(r.bytes_unfused) / double(r.bytes_fused));
       if (r.jit)
-        fmt::print("  NVRTC {} {}: compile cold {:.3f} s, warm {:.6f} s (cache {}), PTX {} bytes, {}\n", r.jit->nvrtc_version, arch,
-                   r.jit->compile_s_cold, r.jit->compile_s_warm, r.jit->cache_hit ? "hit" : "miss", r.jit->ptx.size(),
-                   r.jit->ptx.find(".local") == std::string::npos ? "no local memory" : "USES LOCAL MEMORY (.local)");
+        fmt::print("  NVRTC {} {}: compile cold {:.3f} s, warm {:.6f} s (cache {}), PTX {} bytes, {}, {} 16-byte loads and {} stores\n",
+                   r.jit->nvrtc_version, arch, r.jit->compile_s_cold, r.jit->compile_s_warm, r.jit->cache_hit ? "hit" : "miss",
+                   r.jit->ptx.size(), r.jit->ptx.find(".local") == std::string::npos ? "no local memory" : "USES LOCAL MEMORY (.local)",
+                   occurrences(r.jit->ptx, "ld.global.nc.v4"), occurrences(r.jit->ptx, "st.global.v4"));
       fmt::print("  {}\n", r.passed ? "passed" : "FAILED");
     }
     if (!r.passed) throw CLI::RuntimeError(1);

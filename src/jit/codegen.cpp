@@ -28,7 +28,9 @@ std::string safe(const std::string& name) {
       "inline", "enum", "mutable", "try", "catch", "throw", "typename", "and", "or", "not", "xor", "half", "main", "run",
       // what the kernels call or read: a local of that name would hide it
       "expf", "logf", "sqrtf", "rsqrtf", "tanhf", "erff", "fmaxf", "fminf", "threadIdx", "blockIdx", "blockDim", "gridDim",
-      "warpSize", "partial", "std", "printf", "assert", "nullptr", "NULL", "INFINITY", "NAN"};
+      "warpSize", "partial", "std", "printf", "assert", "nullptr", "NULL", "INFINITY", "NAN",
+      // the fused kernel's 16-byte path
+      "k", "c0", "vec", "V", "ld_vec", "st_vec", "ld_stage", "st_stage", "float2", "float4", "uint4", "make_float4"};
   const bool ours = name.rfind("kl_", 0) == 0 || name.rfind("in_", 0) == 0 || name.rfind("out_", 0) == 0 ||
                     name.rfind("acc", 0) == 0 || name.rfind("__", 0) == 0 ||
                     (name.size() > 1 && name[0] == 't' && std::all_of(name.begin() + 1, name.end(), ::isdigit));
@@ -110,18 +112,51 @@ std::string helpers(FuseDType t) {
   switch (t) {
     case FuseDType::fp32:
       s += "__device__ __forceinline__ float ld(const float* p) { return *p; }\n"
-           "__device__ __forceinline__ void st(float* p, float v) { *p = v; }\n";
+           "__device__ __forceinline__ void st(float* p, float v) { *p = v; }\n"
+           "constexpr int V = 4;  // elements in 16 bytes\n"
+           "__device__ __forceinline__ void ld_vec(const float* p, float* v) {\n"
+           "  const float4 q = *reinterpret_cast<const float4*>(p);\n"
+           "  v[0] = q.x, v[1] = q.y, v[2] = q.z, v[3] = q.w;\n}\n"
+           "__device__ __forceinline__ void st_vec(float* p, const float* v) { *reinterpret_cast<float4*>(p) = make_float4(v[0], v[1], v[2], v[3]); }\n";
       break;
     case FuseDType::fp16:
       s += "__device__ __forceinline__ float ld(const __half* p) { return __half2float(*p); }\n"
-           "__device__ __forceinline__ void st(__half* p, float v) { *p = __float2half_rn(v); }\n";
+           "__device__ __forceinline__ void st(__half* p, float v) { *p = __float2half_rn(v); }\n"
+           "constexpr int V = 8;  // elements in 16 bytes\n"
+           "__device__ __forceinline__ void ld_vec(const __half* p, float* v) {\n"
+           "  const uint4 q = *reinterpret_cast<const uint4*>(p);\n"
+           "  const __half2* h = reinterpret_cast<const __half2*>(&q);\n"
+           "  for (int i = 0; i < 4; ++i) { const float2 f = __half22float2(h[i]); v[2 * i] = f.x, v[2 * i + 1] = f.y; }\n}\n"
+           "__device__ __forceinline__ void st_vec(__half* p, const float* v) {\n"
+           "  uint4 q;\n  __half2* h = reinterpret_cast<__half2*>(&q);\n"
+           "  for (int i = 0; i < 4; ++i) h[i] = __floats2half2_rn(v[2 * i], v[2 * i + 1]);\n"
+           "  *reinterpret_cast<uint4*>(p) = q;\n}\n";
       break;
     case FuseDType::bf16:
       s += "__device__ __forceinline__ float ld(const __nv_bfloat16* p) { return __bfloat162float(*p); }\n"
-           "__device__ __forceinline__ void st(__nv_bfloat16* p, float v) { *p = __float2bfloat16_rn(v); }\n";
+           "__device__ __forceinline__ void st(__nv_bfloat16* p, float v) { *p = __float2bfloat16_rn(v); }\n"
+           "constexpr int V = 8;  // elements in 16 bytes\n"
+           "__device__ __forceinline__ void ld_vec(const __nv_bfloat16* p, float* v) {\n"
+           "  const uint4 q = *reinterpret_cast<const uint4*>(p);\n"
+           "  const __nv_bfloat162* h = reinterpret_cast<const __nv_bfloat162*>(&q);\n"
+           "  for (int i = 0; i < 4; ++i) { const float2 f = __bfloat1622float2(h[i]); v[2 * i] = f.x, v[2 * i + 1] = f.y; }\n}\n"
+           "__device__ __forceinline__ void st_vec(__nv_bfloat16* p, const float* v) {\n"
+           "  uint4 q;\n  __nv_bfloat162* h = reinterpret_cast<__nv_bfloat162*>(&q);\n"
+           "  for (int i = 0; i < 4; ++i) h[i] = __floats2bfloat162_rn(v[2 * i], v[2 * i + 1]);\n"
+           "  *reinterpret_cast<uint4*>(p) = q;\n}\n";
       break;
   }
-  s += R"(__device__ __forceinline__ float kl_sigmoid(float x) { return 1.0f / (1.0f + expf(-x)); }
+  s += R"(// A staged input's V floats (V a multiple of 4) by 16-byte shared-memory accesses.
+__device__ __forceinline__ void st_stage(float* s, const float* v) {
+  for (int i = 0; i < V; i += 4) *reinterpret_cast<float4*>(s + i) = make_float4(v[i], v[i + 1], v[i + 2], v[i + 3]);
+}
+__device__ __forceinline__ void ld_stage(const float* s, float* v) {
+  for (int i = 0; i < V; i += 4) {
+    const float4 q = *reinterpret_cast<const float4*>(s + i);
+    v[i] = q.x, v[i + 1] = q.y, v[i + 2] = q.z, v[i + 3] = q.w;
+  }
+}
+__device__ __forceinline__ float kl_sigmoid(float x) { return 1.0f / (1.0f + expf(-x)); }
 __device__ __forceinline__ float kl_silu(float x) { return x / (1.0f + expf(-x)); }
 __device__ __forceinline__ float kl_gelu(float x) { return 0.5f * x * (1.0f + erff(x * 0.70710678f)); }  // erf form
 
@@ -200,10 +235,10 @@ std::string fused_kernel(const Program& p) {
   for (const Tensor& in : p.inputs) params += fmt::format("const T* __restrict__ in_{}, ", in.name);
   for (const Tensor& out : p.outputs) params += fmt::format("T* __restrict__ out_{}, ", out.name);
   s += "// One block per row; the row in a loop over columns, once per reduction level.\n";
-  s += fmt::format("__global__ void {}({}int rows, int cols, int staged) {{\n", kFusedKernel, params);
+  s += fmt::format("__global__ void {}({}int rows, int cols, int staged, int vec) {{\n", kFusedKernel, params);
   s += "  extern __shared__ float stage[];  // (staged inputs, cols) fp32, when `staged`\n";
   s += "  const int r = blockIdx.x;\n  const size_t row_off = size_t(r) * cols;\n";
-  s += "  (void)rows, (void)row_off, (void)stage, (void)staged;\n";
+  s += "  (void)rows, (void)row_off, (void)stage, (void)staged, (void)vec;\n";
   std::set<int> declared;  // row-level values at function scope
   auto ref = [&](int id) -> std::string {
     const Node& n = p.nodes[size_t(id)];
@@ -230,33 +265,83 @@ std::string fused_kernel(const Program& p) {
     s += pass <= p.levels ? fmt::format("\n  // pass {}: the reductions of level {}\n", pass, pass) : "\n  // last pass: the outputs\n";
     declare_row_values(need, "  ");
     for (int id : reds) s += fmt::format("  float acc{} = {};  // {}\n", id, reduction_init(p.nodes[size_t(id)].op), statement_comment(p, id));
-    s += "  for (int c = threadIdx.x; c < cols; c += blockDim.x) {\n";
-    for (int id : need) {
-      const Node& n = p.nodes[size_t(id)];
-      if (n.op != OpCode::input) continue;
-      const std::string name = var(p, id), ptr = "in_" + p.inputs[size_t(n.input)].name;
-      if (n.kind == Kind::col) {
-        s += fmt::format("    const float {} = ld(&{}[c]);\n", name, ptr);
-      } else if (!slot.count(n.input)) {
-        s += fmt::format("    const float {} = ld(&{}[row_off + c]);\n", name, ptr);
-      } else if (*passes_of_input[n.input].begin() == pass) {
-        s += fmt::format("    const float {} = ld(&{}[row_off + c]);\n", name, ptr);
-        s += fmt::format("    if (staged) stage[{} * cols + c] = {};  // a later pass reads it here\n", slot[n.input], name);
-      } else {
-        s += fmt::format("    const float {0} = staged ? stage[{1} * cols + c] : ld(&{2}[row_off + c]);\n", name, slot[n.input], ptr);
+    // The column loop twice: 16-byte loads and stores of V columns per thread and step where every
+    // row starts 16-byte aligned (`vec`), else one column at a time.
+    auto column_loop = [&](bool vectorized) {
+      auto vec_name = [](const char* kind, int i) { return fmt::format("kl_{}{}", kind, i); };
+      if (vectorized) s += "    for (int c0 = threadIdx.x * V; c0 < cols; c0 += blockDim.x * V) {\n";
+      else s += "    for (int c = threadIdx.x; c < cols; c += blockDim.x) {\n";
+      if (vectorized) {
+        for (int id : need) {
+          const Node& n = p.nodes[size_t(id)];
+          if (n.op != OpCode::input) continue;
+          const std::string ptr = "in_" + p.inputs[size_t(n.input)].name;
+          const std::string at = n.kind == Kind::col ? "c0" : "row_off + c0";
+          const std::string v = vec_name("v", id);
+          s += fmt::format("      float {}[V];\n", v);
+          if (!slot.count(n.input)) {
+            s += fmt::format("      ld_vec(&{}[{}], {});\n", ptr, at, v);
+          } else if (*passes_of_input[n.input].begin() == pass) {  // 16-byte shared stores: no bank conflict
+            s += fmt::format("      ld_vec(&{}[{}], {});\n", ptr, at, v);
+            s += fmt::format("      if (staged) st_stage(&stage[{} * cols + c0], {});  // a later pass reads it here\n", slot[n.input], v);
+          } else {
+            s += fmt::format("      if (staged) ld_stage(&stage[{} * cols + c0], {});\n      else ld_vec(&{}[{}], {});\n", slot[n.input], v,
+                             ptr, at, v);
+          }
+        }
+        if (pass == passes)
+          for (std::size_t i = 0; i < p.outputs.size(); ++i)
+            if (p.outputs[i].kind != Kind::row) s += fmt::format("      float {}[V];\n", vec_name("o", int(i)));
+        s += "#pragma unroll\n      for (int k = 0; k < V; ++k) {\n        const int c = c0 + k;\n        (void)c;\n";
       }
-    }
-    for (int id : need) {
-      const Node& n = p.nodes[size_t(id)];
-      if (is_leaf(n.op) || is_reduction(n.op) || n.kind == Kind::row || n.kind == Kind::scalar) continue;
-      s += fmt::format("    const {} {} = {};\n", n.boolean ? "bool" : "float", var(p, id), definition(p, id, ref));
-    }
-    for (int id : reds) s += "    " + reduction_step(p.nodes[size_t(id)].op, "acc" + std::to_string(id), ref(p.nodes[size_t(id)].args[0])) + "\n";
-    if (pass == passes)
-      for (const Tensor& o : p.outputs) {
-        if (o.kind == Kind::full) s += fmt::format("    st(&out_{}[row_off + c], {});\n", o.name, ref(o.node));
-        if (o.kind == Kind::col) s += fmt::format("    if (r == 0) st(&out_{}[c], {});\n", o.name, ref(o.node));
+      const std::string ind = vectorized ? "        " : "      ";
+      for (int id : need) {
+        const Node& n = p.nodes[size_t(id)];
+        if (n.op != OpCode::input) continue;
+        const std::string name = var(p, id), ptr = "in_" + p.inputs[size_t(n.input)].name;
+        if (vectorized) {  // loaded, and staged, above
+          s += fmt::format("{}const float {} = {}[k];\n", ind, name, vec_name("v", id));
+          continue;
+        }
+        const std::string global = n.kind == Kind::col ? fmt::format("ld(&{}[c])", ptr) : fmt::format("ld(&{}[row_off + c])", ptr);
+        if (n.kind == Kind::col || !slot.count(n.input)) {
+          s += fmt::format("{}const float {} = {};\n", ind, name, global);
+        } else if (*passes_of_input[n.input].begin() == pass) {
+          s += fmt::format("{}const float {} = {};\n", ind, name, global);
+          s += fmt::format("{}if (staged) stage[{} * cols + c] = {};  // a later pass reads it here\n", ind, slot[n.input], name);
+        } else {
+          s += fmt::format("{}const float {} = staged ? stage[{} * cols + c] : {};\n", ind, name, slot[n.input], global);
+        }
       }
+      for (int id : need) {
+        const Node& n = p.nodes[size_t(id)];
+        if (is_leaf(n.op) || is_reduction(n.op) || n.kind == Kind::row || n.kind == Kind::scalar) continue;
+        s += fmt::format("{}const {} {} = {};\n", ind, n.boolean ? "bool" : "float", var(p, id), definition(p, id, ref));
+      }
+      for (int id : reds) s += ind + reduction_step(p.nodes[size_t(id)].op, "acc" + std::to_string(id), ref(p.nodes[size_t(id)].args[0])) + "\n";
+      if (pass == passes)
+        for (std::size_t i = 0; i < p.outputs.size(); ++i) {
+          const Tensor& o = p.outputs[i];
+          if (o.kind == Kind::row) continue;
+          if (vectorized) s += fmt::format("{}{}[k] = {};\n", ind, vec_name("o", int(i)), ref(o.node));
+          else if (o.kind == Kind::full) s += fmt::format("{}st(&out_{}[row_off + c], {});\n", ind, o.name, ref(o.node));
+          else s += fmt::format("{}if (r == 0) st(&out_{}[c], {});\n", ind, o.name, ref(o.node));
+        }
+      if (vectorized) {
+        s += "      }\n";
+        if (pass == passes)
+          for (std::size_t i = 0; i < p.outputs.size(); ++i) {
+            const Tensor& o = p.outputs[i];
+            if (o.kind == Kind::full) s += fmt::format("      st_vec(&out_{}[row_off + c0], {});\n", o.name, vec_name("o", int(i)));
+            if (o.kind == Kind::col) s += fmt::format("      if (r == 0) st_vec(&out_{}[c0], {});\n", o.name, vec_name("o", int(i)));
+          }
+      }
+      s += "    }\n";
+    };
+    s += "  if (vec) {\n";
+    column_loop(true);
+    s += "  } else {\n";
+    column_loop(false);
     s += "  }\n";
     for (int id : reds) s += fmt::format("  const float {} = {};\n", var(p, id), reduction_result(p.nodes[size_t(id)].op, "acc" + std::to_string(id)));
   }
@@ -368,7 +453,8 @@ std::string host_run(const Program& p) {
   }
   s += fmt::format("    const size_t stage_bytes = size_t({}) * cols * sizeof(float);\n", fused_stage_floats(p));
   s += "    const int staged = stage_bytes <= 48 * 1024;  // else a later pass reads its input again\n";
-  s += fmt::format("    {}<<<rows, threads, staged ? stage_bytes : 0>>>({}rows, cols, staged);\n", kFusedKernel, args);
+  s += "    const int vec = cols % V == 0;  // cudaMalloc's pointers are 256-byte aligned: every row starts 16-byte aligned\n";
+  s += fmt::format("    {}<<<rows, threads, staged ? stage_bytes : 0>>>({}rows, cols, staged, vec);\n", kFusedKernel, args);
   s += "    CHECK(cudaGetLastError());\n  } else {\n";
   const std::vector<UnfusedStep> chain = unfused_steps(p);
   for (const UnfusedStep& step : chain)

@@ -8,7 +8,9 @@
 //   registers, block reductions by warp shuffles and shared memory. An input a later pass
 //   needs again is kept in shared memory (fp32) by the pass that first reads it, so each input
 //   is read once from global memory when the row fits (`staged`, up to 48 KiB per block; else
-//   the later pass reads it again).
+//   the later pass reads it again). Where every row starts 16-byte aligned (`vec`: cols a
+//   multiple of 4 fp32 or 8 16-bit elements, and aligned pointers) each thread loads and stores
+//   16 bytes (V columns) per step: ld.global.nc.v4 and st.global.v4 in the PTX.
 //
 // The source is plain CUDA with cuda_fp16.h / cuda_bf16.h for the 16-bit dtypes.
 #pragma once

@@ -108,14 +108,17 @@ DeviceFacts current_device() {
   return {fmt::format("sm_{}{}", major, minor), sms};
 }
 
-// The module of one source, compiled and loaded once per process (a bench times launches, not loads).
-CUmodule module_of(const std::string& source, const std::string& arch) {
+// The module of one schedule of an expression for a dtype, compiled and loaded once per process:
+// a bench times launches, not code generation or loads.
+CUmodule module_of(const Program& p, FuseDType t, bool fused, const std::string& arch) {
   static std::mutex mutex;
   static std::map<std::string, CUmodule> loaded;
+  std::string key = fmt::format("{} {} {} ", arch, fuse_dtype_name(t), fused ? "fused" : "unfused");
+  for (const Tensor& in : p.inputs) key += kind_name(in.kind), key += ' ';  // the text alone does not say which are row vectors
+  key += p.text;
   const std::lock_guard lock(mutex);
-  const std::string key = arch + '\0' + source;
   if (auto it = loaded.find(key); it != loaded.end()) return it->second;
-  const JitResult j = jit_compile(source, arch);
+  const JitResult j = jit_compile(fused ? fused_source(p, t) : unfused_source(p, t), arch);
   if (!j.ok) runtime_failure("fused: " + j.error);
   CUmodule m = nullptr;
   check(driver().module_load_data(&m, j.ptx.c_str()), "cuModuleLoadData of NVRTC's PTX for " + arch);
@@ -134,22 +137,25 @@ void launch(CUmodule m, const std::string& kernel, unsigned grid, unsigned block
 }  // namespace
 
 void run_on_gpu(const Program& p, FuseDType t, bool fused, int64_t rows, int64_t cols, const GpuBuffers& b) {
-  const DeviceFacts dev = current_device();
+  static const DeviceFacts dev = current_device();  // one device per process, as the cuda backend uses
   int r = int(rows), c = int(cols);
   const unsigned threads = unsigned(block_threads(cols));
   if (fused) {
-    const CUmodule m = module_of(fused_source(p, t), dev.arch);
+    const CUmodule m = module_of(p, t, true, dev.arch);
     const std::size_t stage_bytes = std::size_t(fused_stage_floats(p)) * std::size_t(cols) * sizeof(float);
     int staged = stage_bytes <= 48 * 1024;  // else a later pass reads its input again
     std::vector<const void*> pointers(b.inputs);
     pointers.insert(pointers.end(), b.outputs.begin(), b.outputs.end());
+    // The 16-byte path where every row of every tensor starts 16-byte aligned.
+    int vec = cols * fuse_dtype_bytes(t) % 16 == 0;
+    for (const void* q : pointers) vec = vec && reinterpret_cast<std::uintptr_t>(q) % 16 == 0;
     std::vector<void*> args;
     for (const void*& q : pointers) args.push_back(&q);
-    args.insert(args.end(), {&r, &c, &staged});
+    args.insert(args.end(), {&r, &c, &staged, &vec});
     launch(m, kFusedKernel, unsigned(rows), threads, staged ? unsigned(stage_bytes) : 0u, b.stream, args);
     return;
   }
-  const CUmodule m = module_of(unfused_source(p, t), dev.arch);
+  const CUmodule m = module_of(p, t, false, dev.arch);
   const ChainBuffers chain = chain_buffers(p, t, rows, cols);
   auto buffer = [&](int node) -> const void* {
     const Node& n = p.nodes[std::size_t(node)];

@@ -236,6 +236,9 @@ TEST(FuseCli, NvrtcEmitColdWarmAndNoLocalMemory) {
   EXPECT_EQ(j["schedule"], "fused");
   EXPECT_EQ(j["ptx_local_memory"], false);
   EXPECT_GT(j["ptx_bytes"].get<int64_t>(), 1000);
+  // The 16-byte path: x and r, each read by ld.global.nc.v4 in the first pass (g in the second), y stored by st.global.v4.
+  EXPECT_GE(j["ptx_vector_loads"].get<int>(), 3);
+  EXPECT_GE(j["ptx_vector_stores"].get<int>(), 1);
   EXPECT_LT(j["compile_s_warm"].get<double>() * 10, j["compile_s_cold"].get<double>());
 }
 
@@ -248,6 +251,8 @@ TEST(FuseCli, NvrtcCompilesHalfAndBfloat16) {
     EXPECT_EQ(j["schedule"], "fused") << j["fallback"];
     EXPECT_EQ(j["ptx_local_memory"], false);
     EXPECT_GT(j["ptx_bytes"].get<int64_t>(), 1000);
+    EXPECT_GE(j["ptx_vector_loads"].get<int>(), 1);  // 8 halves in 16 bytes, converted by pairs
+    EXPECT_GE(j["ptx_vector_stores"].get<int>(), 1);
   }
 }
 
