@@ -8,6 +8,7 @@
 #   3. probe --gpu (copy bandwidth, cuBLASLt rates): probe.json
 #   4. check --backend cuda, one process per op (a kernel that hangs costs its op alone): check/
 #   5. the quantized, gemm and attention ladders at their headline shapes (quant/, gemm/, attention/),
+#      the fused op's generated kernels beside PyTorch eager and torch.compile (fused/),
 #      ncu's sections for the quantized rungs under their targets (tune/),
 #      and the memory-bound ladders on 256 MB working sets (big/): bench points, each timed only
 #      after its output passed the reference check (the points bench/results/h200/ keeps)
@@ -295,6 +296,19 @@ nccl_check() {  # issue 16: the own algorithms on the NCCL transport beside NCCL
   done
 }
 
+fused_peers() {  # issue 17: the generated kernels at a 256 MiB working set beside PyTorch eager and torch.compile
+  mkdir -p "$W/fused"
+  local e
+  for e in softmax_causal layernorm rmsnorm_residual bias_gelu swiglu; do
+    # NVRTC cold, then warm (the cache's read), into a cache of this run's own
+    KERNELAB_JIT_CACHE="$W/fused/jit" "$kl" fuse $e --compile-only --arch sm_90 --json > /dev/null 2>&1
+    KERNELAB_JIT_CACHE="$W/fused/jit" "$kl" fuse $e --compile-only --arch sm_90 --json > "$W/fused/$e-nvrtc.json" 2>&1
+    timeout --foreground 30 "$kl" bench fused --backend cuda --expr $e --rows 8192 --cols 8192 --dtype bf16 --max-seconds 0.3 --json \
+      > "$W/fused/$e.json" || echo "fused $e failed"
+  done
+  timeout --foreground 60 python3 scripts/fused_torch_peer.py 8192 8192 bf16 "$W/fused" "$W/probe.json" "$W/fused/peers.json"
+}
+
 comm_cpu() {  # issue 16: the CPU collectives with a core per rank (this VM has 2 cores; that host 16)
   command -v mpirun >/dev/null || { echo "no mpirun on this machine: the CPU collectives were not run"; return 0; }
   local ranks=$(( $(nproc) / 2 )); [ $ranks -gt 8 ] && ranks=8
@@ -324,11 +338,11 @@ cpu_ladders() {  # the host's triad and FMA ceilings, then the memory-bound CPU 
   done
 }
 
-export -f comm_cpu nccl_check tune_profiles cpu_ladders run_sim_programs gemm_headline attention_headline quant_headline ncu_compare racecheck_rungs big_ladders cupti_trace checks_per_op
+export -f fused_peers comm_cpu nccl_check tune_profiles cpu_ladders run_sim_programs gemm_headline attention_headline quant_headline ncu_compare racecheck_rungs big_ladders cupti_trace checks_per_op
 export kl W
 
 # Steps by name: all by default, or those named on the command line (a second call in one window).
-wanted=" ${*:-sim probe check quant tune gemm attention big ncu racecheck trace nccl commcpu sweeps cpu report} "
+wanted=" ${*:-sim probe check quant tune gemm attention fused big ncu racecheck trace nccl commcpu sweeps cpu report} "
 want() { [[ "$wanted" == *" $1 "* ]]; }
 want sim && step "tests/sim programs on the chip; the planted bugs under compute-sanitizer" 60 bash -c run_sim_programs
 want probe && step "probe: copy bandwidth and cuBLASLt rates" 60 bash -c '"$kl" probe --gpu --json > "$W/probe.json"'
@@ -337,6 +351,7 @@ want quant && step "quantized GEMMs: W4A16 over M against gemm; int8 and fp8 aga
 want tune && step "ncu sections of the quantized rungs under their targets, beside cuBLASLt" 90 bash -c tune_profiles
 want gemm && step "gemm ladder, headline shapes" 70 bash -c gemm_headline
 want attention && step "attention ladder, headline shapes" 150 bash -c attention_headline
+want fused && step "fused op: generated kernels beside PyTorch eager and torch.compile (256 MiB working sets)" 100 bash -c fused_peers
 want big && step "memory-bound ladders on 256 MiB working sets" 40 bash -c big_ladders
 want ncu && step "simulator profiler against ncu" 70 bash -c ncu_compare
 want racecheck && step "racecheck over the shared-memory rungs" 50 bash -c racecheck_rungs

@@ -190,6 +190,11 @@ FuseReport run_fuse(const FuseRequest& q) {
   }
   if (rep.fallback) rep.schedule = "unfused";
 
+  if (q.compile_only) {
+    if (!q.arch) bad_input("fuse: --compile-only needs --arch (what NVRTC compiles for)");
+    rep.passed = !rep.fallback;
+    return rep;
+  }
   const auto inputs = fuse_inputs(p, q);
   const std::string in = raw(q.dtype, inputs);
   const auto ref = evaluate(p, inputs, q.rows, q.cols);

@@ -20,6 +20,7 @@ struct FuseRequest {
   std::set<std::string> vectors;   // inputs that are row vectors (length cols)
   std::optional<std::string> arch; // NVRTC for this arch (sm_XX[a])
   uint64_t seed = 1;
+  bool compile_only = false;       // with arch: NVRTC alone, no simulator run and no check
 };
 
 struct OutputCheck {

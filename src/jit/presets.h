@@ -1,6 +1,9 @@
 // Named expressions of the fusion language (expr.h): the blocks a transformer runs between its
 // GEMMs, as the `fused` op's check and report cases and as `--expr NAME`.
 #pragma once
+#include <algorithm>
+#include <set>
+#include <string>
 #include <string_view>
 
 namespace kl::jit {
@@ -19,6 +22,17 @@ inline constexpr Preset kPresets[] = {
     {"bias_gelu", "y = gelu(x + b)", "b"},
     {"swiglu", "y = silu(a) * b", ""},
 };
+
+// "g,b" as {"g", "b"}; empty names skipped.
+inline std::set<std::string> split_names(std::string_view list) {
+  std::set<std::string> names;
+  for (std::size_t at = 0; at < list.size();) {
+    const std::size_t end = std::min(list.find(',', at), list.size());
+    if (end > at) names.insert(std::string(list.substr(at, end - at)));
+    at = end + 1;
+  }
+  return names;
+}
 
 inline const Preset* find_preset(std::string_view name) {
   for (const Preset& p : kPresets)

@@ -243,6 +243,26 @@ TEST(FuseCli, NvrtcEmitColdWarmAndNoLocalMemory) {
 }
 
 // The 16-bit dtypes through NVRTC too (cuda_fp16.h / cuda_bf16.h conversions), for sm_80.
+// A named expression brings its text and row vectors; --compile-only is NVRTC alone (what the
+// device check times), and needs --arch.
+TEST(FuseCli, NamedExpressionsAndCompileOnly) {
+  const CliResult r = fuse("layernorm", "--compile-only --arch sm_80 --json --dtype bf16");
+  ASSERT_EQ(r.code, 0) << r.err;
+  const nlohmann::json j = parse_json(r);
+  EXPECT_EQ(j["expr"], kLayernorm);
+  EXPECT_EQ(j["passed"], true);
+  EXPECT_EQ(j["max_rel_err"], nlohmann::json::object());  // nothing ran
+  EXPECT_GE(j["ptx_vector_loads"].get<int>(), 1);
+  ASSERT_EQ(j["inputs"].size(), 3u);
+  EXPECT_EQ(j["inputs"][1]["kind"], "col");  // g, a row vector
+  const CliResult both = fuse("layernorm", "--vector g --compile-only --arch sm_80");
+  EXPECT_EQ(both.code, 2);
+  EXPECT_NE(both.err.find("drop --vector"), std::string::npos) << both.err;
+  const CliResult no_arch = fuse(kSwiglu, "--compile-only");
+  EXPECT_EQ(no_arch.code, 2);
+  EXPECT_NE(no_arch.err.find("--compile-only needs --arch"), std::string::npos) << no_arch.err;
+}
+
 TEST(FuseCli, NvrtcCompilesHalfAndBfloat16) {
   for (const std::string dtype : {"fp16", "bf16"}) {
     const CliResult r = fuse(kSoftmax, "--rows 3 --cols 7 --arch sm_80 --json --dtype " + dtype);

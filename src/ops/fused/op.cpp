@@ -24,13 +24,7 @@ jit::Program program_of(const Problem& p) {
     if (!vectors.empty()) bad_input(fmt::format("fused: --expr {} names its own row vectors ({}); drop --vector", text, named->vectors));
     text = named->text, vectors = named->vectors;
   }
-  std::set<std::string> names;
-  for (std::size_t at = 0; at < vectors.size();) {
-    const std::size_t end = std::min(vectors.find(',', at), vectors.size());
-    if (end > at) names.insert(vectors.substr(at, end - at));
-    at = end + 1;
-  }
-  return jit::parse(text, names);
+  return jit::parse(text, jit::split_names(vectors));
 }
 
 Shape shape_of(jit::Kind k, int64_t rows, int64_t cols) {
