@@ -225,6 +225,13 @@ TEST_F(ProfileProgram, AtomicsAreOneRequestPerWarpInstruction) {
   EXPECT_EQ(m(k, kAtomSec), sectors(warp(4, [](unsigned) { return 0; })) + sectors(warp(4, [](unsigned l) { return 4 * (l % 4); })));
 }
 
+TEST_F(ProfileProgram, StoresOfConvertedSixteenBitValuesAreCounted) {
+  const json& k = kernel(*kernels_, "store_converted");
+  EXPECT_EQ(m(k, kLdReq), 2);
+  EXPECT_EQ(m(k, kStReq), 2) << "one __half and one __nv_bfloat16 store per lane, each a call's result";
+  EXPECT_EQ(m(k, kStSec), 4);
+}
+
 TEST(ProfileRun, EventTimesUnderTheSimulatorAreCalledTheHostsTime) {
   const Outcome r = kernelab("sim run '" KERNELAB_SOURCE_DIR "/tests/sim/streams_events.cu'");
   EXPECT_EQ(r.code, 0) << r.err;

@@ -51,7 +51,7 @@ void add_fuse(CLI::App& app) {
   static std::vector<std::string> vectors;
   static int64_t rows = 127, cols = 1000;
   static uint64_t seed = 1;
-  static bool json = false, emit = false, compile_only = false;
+  static bool json = false, emit = false, compile_only = false, profile = false;
   sub->add_option("EXPR", expr,
                   "statements NAME = EXPRESSION separated by ';', e.g. 'h = x + r; y = h * rsqrt(rowmean(h * h) + 1e-6) * g', or a "
                   "named one: softmax_causal, layernorm, rmsnorm_residual, bias_gelu, swiglu")
@@ -64,6 +64,9 @@ void add_fuse(CLI::App& app) {
   sub->add_option("--seed", seed, "seed of the random inputs")->default_val(1);
   sub->add_flag("--json", json, "print one JSON object");
   sub->add_flag("--emit", emit, "print the generated CUDA source of both schedules");
+  sub->add_flag("--profile", profile,
+                "also run each schedule in the simulator's profiling build: the global-memory bytes its warps request and the "
+                "DRAM bytes behind a modelled L2");
   sub->add_flag("--compile-only", compile_only, "with --arch: NVRTC's compile (and its cache) alone, no simulator run and no check");
   sub->callback([] {
     jit::FuseRequest q;
@@ -74,6 +77,7 @@ void add_fuse(CLI::App& app) {
       q.vectors = jit::split_names(named->vectors);
     }
     q.compile_only = compile_only;
+    q.profile = profile;
     q.rows = rows, q.cols = cols, q.seed = seed;
     if (dtype == "fp32") q.dtype = jit::FuseDType::fp32;
     else if (dtype == "fp16") q.dtype = jit::FuseDType::fp16;
@@ -118,6 +122,16 @@ void add_fuse(CLI::App& app) {
         j["ptx_vector_loads"] = occurrences(r.jit->ptx, "ld.global.nc.v4");  // the 16-byte path (codegen.h)
         j["ptx_vector_stores"] = occurrences(r.jit->ptx, "st.global.v4");
       }
+      if (r.traffic_unfused) {
+        j["profile_l2_bytes"] = r.profile_l2_bytes;
+        j["launches_unfused"] = r.traffic_unfused->launches;
+        j["requested_bytes_unfused"] = r.traffic_unfused->requested_bytes;
+        j["dram_bytes_unfused"] = r.traffic_unfused->dram_bytes;
+      }
+      if (r.traffic_fused) {
+        j["requested_bytes_fused"] = r.traffic_fused->requested_bytes;
+        j["dram_bytes_fused"] = r.traffic_fused->dram_bytes;
+      }
       if (emit) j["source_fused"] = r.fused_source, j["source_unfused"] = r.unfused_source;
       fmt::print("{}\n", j.dump(2));
     } else {
@@ -141,6 +155,12 @@ void add_fuse(CLI::App& app) {
       }
       fmt::print("  bytes: unfused {}, fused {} ({:.2f}x fewer)\n", human_bytes(r.bytes_unfused), human_bytes(r.bytes_fused),
                  double(r.bytes_unfused) / double(r.bytes_fused));
+      if (r.traffic_unfused)
+        fmt::print("  simulator profiler: requested unfused {} ({} launches), fused {}; DRAM behind a {} L2 (the H100 SXM's, modelled): "
+                   "unfused {}, fused {}\n",
+                   human_bytes(r.traffic_unfused->requested_bytes), r.traffic_unfused->launches,
+                   r.traffic_fused ? human_bytes(r.traffic_fused->requested_bytes) : "-", human_bytes(r.profile_l2_bytes),
+                   human_bytes(r.traffic_unfused->dram_bytes), r.traffic_fused ? human_bytes(r.traffic_fused->dram_bytes) : "-");
       if (r.jit)
         fmt::print("  NVRTC {} {}: compile cold {:.3f} s, warm {:.6f} s (cache {}), PTX {} bytes, {}, {} 16-byte loads and {} stores\n",
                    r.jit->nvrtc_version, arch, r.jit->compile_s_cold, r.jit->compile_s_warm, r.jit->cache_hit ? "hit" : "miss",

@@ -10,6 +10,7 @@
 #include <fstream>
 #include <sstream>
 
+#include "hw/specs.h"
 #include "kernelab/dtype.h"
 #include "kernelab/error.h"
 #include "kernelab/rng.h"
@@ -132,6 +133,34 @@ std::string one_line(std::string s) {
 
 }  // namespace
 
+namespace {
+// The L2 the profiler models: the H100 SXM's, from the hardware database.
+int64_t modelled_l2_bytes() { return int64_t(find_gpu("h100-sxm").l2_bytes.value); }
+
+ScheduleTraffic profile_schedule(const Program& p, FuseDType t, const std::string& schedule, int64_t rows, int64_t cols,
+                                 const std::string& inputs) {
+  const fs::path program = simulator_program_file(p);
+  TempDir tmp;
+  const fs::path in = tmp.path / "inputs.bin", out = tmp.path / "outputs.bin";
+  std::ofstream(in, std::ios::binary) << inputs;
+  sim::RunRequest r;
+  r.file = program.string();
+  r.args = {fuse_dtype_name(t), schedule, std::to_string(rows), std::to_string(cols), in.string(), out.string()};
+  r.profile = true;
+  r.profile_l2_bytes = std::uint64_t(modelled_l2_bytes());
+  std::vector<sim::LaunchProfile> launches;
+  if (sim::run_program(r, &launches) != 0) runtime_failure("fuse: the " + schedule + " schedule failed in the simulator's profiling build");
+  ScheduleTraffic traffic;
+  for (const sim::LaunchProfile& l : launches) {
+    const sim::ProfileCounts& c = l.counts;
+    ++traffic.launches;
+    traffic.requested_bytes += int64_t(32 * (c.global_ld_sectors + c.global_st_sectors));
+    traffic.dram_bytes += int64_t(c.dram_read_bytes + c.dram_write_bytes);
+  }
+  return traffic;
+}
+}  // namespace
+
 std::string simulate_schedule(const Program& p, FuseDType t, const std::string& schedule, int64_t rows, int64_t cols,
                               const std::string& inputs, bool race_check) {
   const fs::path program = simulator_program_file(p);
@@ -207,6 +236,11 @@ FuseReport run_fuse(const FuseRequest& q) {
   const auto unfused = output_values(p, q, simulate_schedule(p, q.dtype, "unfused", q.rows, q.cols, in), "unfused");
   std::vector<std::vector<double>> fused;
   if (!rep.fallback) fused = output_values(p, q, simulate_schedule(p, q.dtype, "fused", q.rows, q.cols, in), "fused");
+  if (q.profile) {
+    rep.profile_l2_bytes = modelled_l2_bytes();
+    rep.traffic_unfused = profile_schedule(p, q.dtype, "unfused", q.rows, q.cols, in);
+    if (!rep.fallback) rep.traffic_fused = profile_schedule(p, q.dtype, "fused", q.rows, q.cols, in);
+  }
   rep.passed = true;
   for (std::size_t i = 0; i < p.outputs.size(); ++i) {
     OutputCheck c{p.outputs[i].name, p.outputs[i].kind};

@@ -21,6 +21,16 @@ struct FuseRequest {
   std::optional<std::string> arch; // NVRTC for this arch (sm_XX[a])
   uint64_t seed = 1;
   bool compile_only = false;       // with arch: NVRTC alone, no simulator run and no check
+  bool profile = false;            // each schedule also run in the simulator's profiling build
+};
+
+// What the simulator profiler counted over one schedule's launches: the global-memory bytes the
+// warps requested (32-byte sectors, loads and stores) and the DRAM bytes behind an L2 the size of
+// the H100 SXM's (misses read, dirty sectors written back).
+struct ScheduleTraffic {
+  int64_t launches = 0;
+  int64_t requested_bytes = 0;
+  int64_t dram_bytes = 0;
 };
 
 struct OutputCheck {
@@ -40,6 +50,8 @@ struct FuseReport {
   int64_t bytes_unfused = 0, bytes_fused = 0;
   int kernels_unfused = 0, passes_fused = 0;
   std::optional<JitResult> jit;        // with an arch, when NVRTC produced PTX
+  std::optional<ScheduleTraffic> traffic_unfused, traffic_fused;  // with profile
+  int64_t profile_l2_bytes = 0;
   std::string fused_source, unfused_source;
 };
 

@@ -263,6 +263,23 @@ TEST(FuseCli, NamedExpressionsAndCompileOnly) {
   EXPECT_NE(no_arch.err.find("--compile-only needs --arch"), std::string::npos) << no_arch.err;
 }
 
+// The simulator profiler's counts over each schedule (fp32 RMSNorm with a residual, 127 x 1000):
+// the fused kernel requests x and r once, g once per row (each row's block reads it; the L2 serves
+// all but the first) and y once, and behind the modelled L2 moves exactly the cost model's bytes;
+// the chain's 7 launches move twice as much DRAM even with every intermediate in the L2.
+TEST(FuseCli, ProfileCountsWhatEachScheduleMoves) {
+  const CliResult r = fuse(kRmsnorm, "--vector g --rows 127 --cols 1000 --profile --json");
+  ASSERT_EQ(r.code, 0) << r.err;
+  const nlohmann::json j = parse_json(r);
+  const int64_t fused = j["bytes_fused"], rows = 127, cols = 1000;
+  EXPECT_EQ(j["requested_bytes_fused"].get<int64_t>(), fused + (rows - 1) * cols * 4);
+  EXPECT_EQ(j["dram_bytes_fused"].get<int64_t>(), fused);
+  EXPECT_EQ(j["launches_unfused"], 7);
+  EXPECT_GT(j["requested_bytes_unfused"].get<int64_t>(), j["bytes_unfused"].get<int64_t>());  // a row value re-read per element
+  EXPECT_GT(j["dram_bytes_unfused"].get<int64_t>(), 19 * fused / 10);
+  EXPECT_GT(j["profile_l2_bytes"].get<int64_t>(), 40 << 20);
+}
+
 TEST(FuseCli, NvrtcCompilesHalfAndBfloat16) {
   for (const std::string dtype : {"fp16", "bf16"}) {
     const CliResult r = fuse(kSoftmax, "--rows 3 --cols 7 --arch sm_80 --json --dtype " + dtype);

@@ -1,11 +1,14 @@
 // Memory access patterns whose Nsight Compute counts a person can work out by hand:
 // strided loads, a column walk over shared memory with and without padding, 16-byte vector
-// copies, a broadcast, a half-active warp, a divergent branch and atomics. Each kernel runs
+// copies, a broadcast, a half-active warp, a divergent branch, atomics and stores of computed
+// 16-bit values. Each kernel runs
 // one launch; the program checks its own results. tests/test_sim_profile.cpp runs it under
 // `kernelab sim run --profile --json` and compares the counts with its own arithmetic.
 #include <cstdio>
 #include <vector>
 
+#include <cuda_bf16.h>
+#include <cuda_fp16.h>
 #include <cuda_runtime.h>
 
 #define CHECK(call)                                                               \
@@ -85,6 +88,14 @@ __global__ void atomics(int* one, int* four) {
   atomicAdd(&four[threadIdx.x % 4], 1);
 }
 
+// A converted value stored straight to global memory: one 64-byte request per dtype (2 sectors).
+// GCC's TSan pass leaves `out[i] = call()` uninstrumented while the conversion stays a call, which
+// the profiling build's flattened kernels (src/sim/cuda_sim.h) prevent.
+__global__ void store_converted(__half* h, __nv_bfloat16* b, const float* in) {
+  h[threadIdx.x] = __float2half_rn(in[threadIdx.x] + 1.0f);
+  b[threadIdx.x] = __float2bfloat16_rn(in[threadIdx.x] - 1.0f);
+}
+
 int main() {
   const int n = 32 * 32 * 4;
   std::vector<float> h(n);
@@ -150,6 +161,17 @@ int main() {
   CHECK(cudaMemcpy(got_four, four, sizeof got_four, cudaMemcpyDeviceToHost));
   wrong += got_one != 32;
   for (int c : got_four) wrong += c != 8;
+
+  __half* h16;
+  __nv_bfloat16* b16;
+  CHECK(cudaMalloc(&h16, 32 * sizeof(__half)));
+  CHECK(cudaMalloc(&b16, 32 * sizeof(__nv_bfloat16)));
+  store_converted<<<1, 32>>>(h16, b16, in);
+  std::vector<__half> hr(32);
+  std::vector<__nv_bfloat16> br(32);
+  CHECK(cudaMemcpy(hr.data(), h16, 32 * sizeof(__half), cudaMemcpyDeviceToHost));
+  CHECK(cudaMemcpy(br.data(), b16, 32 * sizeof(__nv_bfloat16), cudaMemcpyDeviceToHost));
+  for (int i = 0; i < 32; ++i) wrong += __half2float(hr[i]) != h[i] + 1.0f || __bfloat162float(br[i]) != h[i] - 1.0f;
 
   CHECK(cudaGetLastError());
   std::printf("access patterns: %d values wrong\n", wrong);
