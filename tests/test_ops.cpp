@@ -5,6 +5,7 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <bit>
 #include <cmath>
 #include <cstring>
 #include <map>
@@ -21,6 +22,7 @@
 #include "kernelab/op.h"
 #include "kernelab/tensor.h"
 #include "ops/cpu_isa.h"
+#include "ops/cpu_math.h"
 #include "ops/softmax/softmax.h"
 
 namespace {
@@ -915,6 +917,40 @@ TEST(Ladder, DifferentDtypesAndBackendsAreSeparateLadders) {
     ASSERT_EQ(L.rows.size(), 1u);
     EXPECT_FALSE(L.rows[0].vs_below.has_value());
   }
+}
+
+}  // namespace
+
+namespace {
+
+uint32_t float_bits(float f) { return std::bit_cast<uint32_t>(f); }
+
+// The CPU rungs' branch-free fp16 conversions (ops/cpu_math.h) against the reference ones:
+// every fp16 pattern widened; narrowed, every fp16 value's neighbourhood (the value, the midpoints
+// to its neighbours and one float ulp either side of them, both signs) and a stride through all
+// float patterns (NaNs, infinities, subnormals of both formats, overflow).
+TEST(CpuHalf, BranchFreeConversionsAreBitExact) {
+  for (uint32_t h = 0; h < 0x10000; ++h) {
+    const float got = kl::cpu::to_float(kl::cpu::Half{static_cast<uint16_t>(h)});
+    ASSERT_EQ(float_bits(got), float_bits(kl::f16_to_float(static_cast<uint16_t>(h)))) << std::hex << h;
+  }
+  auto narrow = [](float f) { return kl::cpu::from_float<kl::cpu::Half>(f).bits; };
+  int64_t checked = 0;
+  for (uint32_t h = 0; h < 0x7C00; ++h) {
+    const float lo = kl::f16_to_float(static_cast<uint16_t>(h)), hi = kl::f16_to_float(static_cast<uint16_t>(h + 1));
+    const float mid = 0.5f * (lo + hi);  // exact: fp16 values are far inside float's precision
+    for (float f : {lo, mid, std::nextafter(mid, 0.0f), std::nextafter(mid, INFINITY), hi})
+      for (float s : {f, -f}) {
+        ASSERT_EQ(narrow(s), kl::float_to_f16(s)) << std::hexfloat << s;
+        ++checked;
+      }
+  }
+  for (uint64_t u = 0; u < (uint64_t{1} << 32); u += 4099) {
+    const float f = std::bit_cast<float>(static_cast<uint32_t>(u));
+    ASSERT_EQ(narrow(f), kl::float_to_f16(f)) << std::hex << u;
+    ++checked;
+  }
+  EXPECT_GT(checked, 1000000);
 }
 
 }  // namespace

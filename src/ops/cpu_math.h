@@ -19,12 +19,20 @@ struct Half { uint16_t bits; };
 struct BHalf { uint16_t bits; };
 
 inline float to_float(float x) { return x; }
-inline float to_float(Half x) {  // F16C's vcvtph2ps where the build has it: the library call is ~30x slower
-#if defined(__F16C__)
-  return _cvtsh_ss(x.bits);
-#else
-  return f16_to_float(x.bits);
-#endif
+// fp16 <-> float in integer and float arithmetic with selects, no branch and no library call, so
+// that a loop over them vectorises at every level (F16C's scalar vcvtph2ps/vcvtps2ph, one element
+// per instruction, kept GCC from vectorising such loops at the avx2 level). Bit-exact with
+// f16_to_float and float_to_f16 (every fp16 pattern, and float patterns, tested in test_ops).
+inline float to_float(Half x) {
+  const uint32_t sign = static_cast<uint32_t>(x.bits & 0x8000u) << 16, em = x.bits & 0x7FFFu, shifted = em << 13;
+  float f;
+  std::memcpy(&f, &shifted, 4);
+  f *= 0x1p112f;  // em << 13 is the value with its exponent biased by 15: times 2^112 rebiases it, subnormals too
+  uint32_t bits;
+  std::memcpy(&bits, &f, 4);
+  bits = em > 0x7C00u ? 0x7FFFFFFFu : (em == 0x7C00u ? 0x7F800000u : bits) | sign;  // NaN canonical, its sign dropped
+  std::memcpy(&f, &bits, 4);
+  return f;
 }
 inline float to_float(BHalf x) {  // bf16 is the top half of a float: exact by a shift
   uint32_t u = static_cast<uint32_t>(x.bits) << 16;
@@ -35,12 +43,21 @@ inline float to_float(BHalf x) {  // bf16 is the top half of a float: exact by a
 template <class T> T from_float(float f);
 template <> inline float from_float<float>(float f) { return f; }
 // Both round to nearest even, as float_to_f16 and float_to_bf16 do, NaN to their canonical 0x7FFF.
-template <> inline Half from_float<Half>(float f) {
-#if defined(__F16C__)
-  return Half{f != f ? uint16_t{0x7FFF} : static_cast<uint16_t>(_cvtss_sh(f, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC))};
-#else
-  return Half{float_to_f16(f)};
-#endif
+template <> inline Half from_float<Half>(float f) {  // branch-free, as to_float(Half)
+  uint32_t u;
+  std::memcpy(&u, &f, 4);
+  const uint32_t sign = (u >> 16) & 0x8000u, a = u & 0x7FFFFFFFu;
+  float af, sum;
+  std::memcpy(&af, &a, 4);
+  sum = af + 0.5f;  // below 2^-14: 0.5's ulp is fp16's subnormal step 2^-24, so the add rounds to nearest even
+  uint32_t sub;
+  std::memcpy(&sub, &sum, 4);
+  sub -= 0x3F000000u;
+  const uint32_t normal = (a - (112u << 23) + 0xFFFu + ((a >> 13) & 1u)) >> 13;  // rebias 127 -> 15, round to nearest even
+  uint32_t h = a < 0x38800000u ? sub : normal;
+  h = a >= 0x47800000u ? 0x7C00u : h;  // 2^16 and beyond, infinity included (65520 up to 2^16 carries into 0x7C00 above)
+  h = a > 0x7F800000u ? 0x7FFFu : h | sign;  // NaN canonical, its sign dropped
+  return Half{static_cast<uint16_t>(h)};
 }
 template <> inline BHalf from_float<BHalf>(float f) {  // integer ops only: loops over it vectorise
   uint32_t u;
