@@ -288,36 +288,6 @@ class Parser {
   std::set<std::string> used_, vector_used_;
 };
 
-double apply(OpCode op, double a, double b, double c) {
-  switch (op) {
-    case OpCode::neg: return -a;
-    case OpCode::add: return a + b;
-    case OpCode::sub: return a - b;
-    case OpCode::mul: return a * b;
-    case OpCode::div: return a / b;
-    case OpCode::lt: return a < b;
-    case OpCode::le: return a <= b;
-    case OpCode::gt: return a > b;
-    case OpCode::ge: return a >= b;
-    case OpCode::eq: return a == b;
-    case OpCode::exp: return std::exp(a);
-    case OpCode::log: return std::log(a);
-    case OpCode::sqrt: return std::sqrt(a);
-    case OpCode::rsqrt: return 1.0 / std::sqrt(a);
-    case OpCode::tanh: return std::tanh(a);
-    case OpCode::erf: return std::erf(a);
-    case OpCode::sigmoid: return 1.0 / (1.0 + std::exp(-a));
-    case OpCode::relu: return a > 0 ? a : 0.0;
-    case OpCode::gelu: return 0.5 * a * (1.0 + std::erf(a / std::sqrt(2.0)));  // the erf form (PyTorch's default)
-    case OpCode::silu: return a / (1.0 + std::exp(-a));
-    case OpCode::max: return std::fmax(a, b);
-    case OpCode::min: return std::fmin(a, b);
-    case OpCode::where: return a != 0 ? b : c;
-    case OpCode::copy: return a;
-    default: return 0;
-  }
-}
-
 }  // namespace
 
 bool is_reduction(OpCode op) { return op == OpCode::rowsum || op == OpCode::rowmax || op == OpCode::rowmean; }
@@ -382,7 +352,7 @@ std::vector<std::vector<double>> evaluate(const Program& p, const std::vector<st
       } else {
         double a[3] = {0, 0, 0};
         for (std::size_t k = 0; k < n.args.size(); ++k) a[k] = at(n.args[k], r, c);
-        out[size_t(i)] = apply(n.op, a[0], a[1], a[2]);
+        out[size_t(i)] = apply_op(n.op, a[0], a[1], a[2]);
       }
     }
   }

@@ -12,6 +12,7 @@
 // --vector, a row vector of length cols broadcast over the rows. Errors throw kl::BadInput
 // naming the column (1-based) in the expression.
 #pragma once
+#include <cmath>
 #include <cstdint>
 #include <set>
 #include <string>
@@ -70,6 +71,39 @@ bool is_function_name(const std::string& name);
 // Parses and checks `text`. `vectors` names the inputs that are row vectors (an unknown name
 // there is BadInput).
 Program parse(const std::string& text, const std::set<std::string>& vectors);
+
+// An elementwise node's value from its arguments' (a comparison gives 1 or 0, where's condition is
+// nonzero for true), in the float64 reference and the CPU interpreter alike; NaN for a leaf or a
+// reduction, which no elementwise step computes.
+template <class F> F apply_op(OpCode op, F a, F b, F c) {
+  switch (op) {
+    case OpCode::neg: return -a;
+    case OpCode::add: return a + b;
+    case OpCode::sub: return a - b;
+    case OpCode::mul: return a * b;
+    case OpCode::div: return a / b;
+    case OpCode::lt: return a < b;
+    case OpCode::le: return a <= b;
+    case OpCode::gt: return a > b;
+    case OpCode::ge: return a >= b;
+    case OpCode::eq: return a == b;
+    case OpCode::exp: return std::exp(a);
+    case OpCode::log: return std::log(a);
+    case OpCode::sqrt: return std::sqrt(a);
+    case OpCode::rsqrt: return F(1) / std::sqrt(a);
+    case OpCode::tanh: return std::tanh(a);
+    case OpCode::erf: return std::erf(a);
+    case OpCode::sigmoid: return F(1) / (F(1) + std::exp(-a));
+    case OpCode::relu: return a > 0 ? a : F(0);
+    case OpCode::gelu: return F(0.5) * a * (F(1) + std::erf(a * F(0.70710678118654752)));  // the erf form (PyTorch's default)
+    case OpCode::silu: return a / (F(1) + std::exp(-a));
+    case OpCode::max: return std::fmax(a, b);
+    case OpCode::min: return std::fmin(a, b);
+    case OpCode::where: return a != 0 ? b : c;
+    case OpCode::copy: return a;
+    default: return F(NAN);
+  }
+}
 
 // Elements of a value of kind k in a (rows, cols) problem.
 int64_t elements(Kind k, int64_t rows, int64_t cols);

@@ -137,19 +137,27 @@ namespace {
 // The L2 the profiler models: the H100 SXM's, from the hardware database.
 int64_t modelled_l2_bytes() { return int64_t(find_gpu("h100-sxm").l2_bytes.value); }
 
+// One schedule's run of the simulator program: its inputs written to a temporary folder, the request.
+struct ScheduleRun {
+  TempDir tmp;
+  fs::path out = tmp.path / "outputs.bin";
+  sim::RunRequest request;
+  ScheduleRun(const Program& p, FuseDType t, const std::string& schedule, int64_t rows, int64_t cols, const std::string& inputs) {
+    const fs::path in = tmp.path / "inputs.bin";
+    std::ofstream(in, std::ios::binary) << inputs;
+    request.file = simulator_program_file(p).string();
+    request.args = {fuse_dtype_name(t), schedule, std::to_string(rows), std::to_string(cols), in.string(), out.string()};
+  }
+};
+
 ScheduleTraffic profile_schedule(const Program& p, FuseDType t, const std::string& schedule, int64_t rows, int64_t cols,
                                  const std::string& inputs) {
-  const fs::path program = simulator_program_file(p);
-  TempDir tmp;
-  const fs::path in = tmp.path / "inputs.bin", out = tmp.path / "outputs.bin";
-  std::ofstream(in, std::ios::binary) << inputs;
-  sim::RunRequest r;
-  r.file = program.string();
-  r.args = {fuse_dtype_name(t), schedule, std::to_string(rows), std::to_string(cols), in.string(), out.string()};
-  r.profile = true;
-  r.profile_l2_bytes = std::uint64_t(modelled_l2_bytes());
+  ScheduleRun run(p, t, schedule, rows, cols, inputs);
+  run.request.profile = true;
+  run.request.profile_l2_bytes = std::uint64_t(modelled_l2_bytes());
   std::vector<sim::LaunchProfile> launches;
-  if (sim::run_program(r, &launches) != 0) runtime_failure("fuse: the " + schedule + " schedule failed in the simulator's profiling build");
+  if (sim::run_program(run.request, &launches) != 0)
+    runtime_failure("fuse: the " + schedule + " schedule failed in the simulator's profiling build");
   ScheduleTraffic traffic;
   for (const sim::LaunchProfile& l : launches) {
     const sim::ProfileCounts& c = l.counts;
@@ -163,19 +171,12 @@ ScheduleTraffic profile_schedule(const Program& p, FuseDType t, const std::strin
 
 std::string simulate_schedule(const Program& p, FuseDType t, const std::string& schedule, int64_t rows, int64_t cols,
                               const std::string& inputs, bool race_check) {
-  const fs::path program = simulator_program_file(p);
-  TempDir tmp;
-  const fs::path in = tmp.path / "inputs.bin", out = tmp.path / "outputs.bin";
-  std::ofstream(in, std::ios::binary) << inputs;
-  sim::RunRequest r;
-  r.file = program.string();
-  r.args = {fuse_dtype_name(t), schedule, std::to_string(rows), std::to_string(cols), in.string(), out.string()};
-  r.race_check = race_check;
-  const int code = sim::run_program(r);
+  ScheduleRun run(p, t, schedule, rows, cols, inputs);
+  run.request.race_check = race_check;
+  const int code = sim::run_program(run.request);
   if (code != 0) runtime_failure("fuse: the " + schedule + " schedule failed in the simulator (exit " + std::to_string(code) + "; its messages are above)");
-  return slurp(out);
+  return slurp(run.out);
 }
-
 
 std::vector<std::vector<double>> fuse_inputs(const Program& p, const FuseRequest& q) {
   Rng rng(q.seed);

@@ -13,36 +13,6 @@ using jit::Kind;
 using jit::Node;
 using jit::OpCode;
 
-float apply(OpCode op, float a, float b, float c) {
-  switch (op) {
-    case OpCode::neg: return -a;
-    case OpCode::add: return a + b;
-    case OpCode::sub: return a - b;
-    case OpCode::mul: return a * b;
-    case OpCode::div: return a / b;
-    case OpCode::lt: return a < b;
-    case OpCode::le: return a <= b;
-    case OpCode::gt: return a > b;
-    case OpCode::ge: return a >= b;
-    case OpCode::eq: return a == b;
-    case OpCode::exp: return std::exp(a);
-    case OpCode::log: return std::log(a);
-    case OpCode::sqrt: return std::sqrt(a);
-    case OpCode::rsqrt: return 1.0f / std::sqrt(a);
-    case OpCode::tanh: return std::tanh(a);
-    case OpCode::erf: return std::erf(a);
-    case OpCode::sigmoid: return 1.0f / (1.0f + std::exp(-a));
-    case OpCode::relu: return std::fmax(a, 0.0f);
-    case OpCode::gelu: return 0.5f * a * (1.0f + std::erf(a * 0.70710678f));
-    case OpCode::silu: return a / (1.0f + std::exp(-a));
-    case OpCode::max: return std::fmax(a, b);
-    case OpCode::min: return std::fmin(a, b);
-    case OpCode::where: return a != 0.0f ? b : c;
-    case OpCode::copy: return a;
-    default: return NAN;  // leaves and reductions are not applied
-  }
-}
-
 void interpret(const Problem& problem, const Args& args) {
   const FusedParams& f = problem.as<FusedParams>();
   const jit::Program& p = f.program;
@@ -79,7 +49,7 @@ void interpret(const Problem& problem, const Args& args) {
           for (std::size_t c = 0; c < out.size(); ++c) {
             float a[3] = {0, 0, 0};
             for (std::size_t k = 0; k < n.args.size(); ++k) a[k] = arg(k, int64_t(c));
-            out[c] = apply(n.op, a[0], a[1], a[2]);
+            out[c] = jit::apply_op(n.op, a[0], a[1], a[2]);
           }
         }
       }
