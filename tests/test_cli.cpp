@@ -97,7 +97,7 @@ TEST(Cli, ListJsonHasEveryOpAndVariant) {
     }
   }
   EXPECT_EQ(names, (std::vector<std::string>{"gemm", "gemm_w4a16", "gemm_w8a8", "gemm_fp8", "attention", "attention_bwd", "decode", "softmax", "layernorm", "rmsnorm", "transpose", "reduce", "bias_gelu",
-                                             "exp_stride", "exp_occupancy", "exp_smem_banks", "exp_divergence", "exp_launch",
+                                             "fused", "exp_stride", "exp_occupancy", "exp_smem_banks", "exp_divergence", "exp_launch",
                                              "exp_cache_bandwidth", "exp_cache_latency"}));
 
   std::map<std::string, bool> gemm;  // variant -> peer

@@ -106,11 +106,16 @@ Op make_fused_op() {
   };
   op.reference = reference;
   op.check_cases = [](const Op& self) {
+    // The named expressions and one written here (a row vector, two reductions, a per-row output).
+    std::vector<std::map<std::string, std::string>> exprs;
+    for (const jit::Preset& e : jit::kPresets) exprs.push_back({{"expr", e.name}});
+    exprs.push_back({{"expr", "s = rowmax(a * c) - rowmean(b); y = tanh(a - s / 7) * max(c, b); t = s * 2"}, {"vector", "c"}});
     std::vector<Problem> out;
-    for (const jit::Preset& e : jit::kPresets)
+    for (const auto& opts : exprs)
       for (DType t : float_dtypes())
-        for (auto [r, c] : std::vector<std::pair<int64_t, int64_t>>{{1, 1}, {7, 33}, {127, 1000}, {3, 13000}})
-          out.push_back(make_problem(self, t, {{"rows", r}, {"cols", c}}, {{"expr", e.name}}));
+        // every edge size (1, 7, 33, 127, 1000) in rows and in cols, and a row longer than the shared-memory stage
+        for (auto [r, c] : std::vector<std::pair<int64_t, int64_t>>{{1, 1}, {7, 33}, {33, 7}, {127, 1000}, {1000, 127}, {3, 13000}})
+          out.push_back(make_problem(self, t, {{"rows", r}, {"cols", c}}, opts));
     return out;
   };
   op.report_cases = [](const Op& self) {
