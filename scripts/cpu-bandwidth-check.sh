@@ -2,7 +2,7 @@
 # The CPU ladders on this CPU, at every x86 level it runs (KERNELAB_CPU_ISA: generic, avx2,
 # avx512; LEVELS="avx2" to pick): for each level, measures the ceilings (probe), then every CPU
 # rung of the memory-bound ops on a working set past every cache (16384 x 8192: 512 MiB of fp32
-# in, as much out) in fp32 and bf16, and fp32 gemm's tiled rung beside OpenBLAS at 1024^3 and
+# in, as much out) in fp32, bf16 and fp16, and fp32 gemm's tiled rung beside OpenBLAS at 1024^3 and
 # 4096^3, and writes one results file per machine kind and level,
 # bench/results/cpu/<cpu>/<date>-<commit>-<level>.json, with the probe (CPU model, the level and
 # its extensions, the CPU's best level, huge pages, triad) and every point. Run it on a quiet
@@ -23,7 +23,7 @@ for level in $LEVELS; do
   export KERNELAB_CPU_ISA=$level
   mkdir -p "$tmp/$level"
   "$bin" probe --json > "$tmp/$level/probe.json"
-  for dtype in fp32 bf16; do
+  for dtype in fp32 bf16 fp16; do
     for op in $ops; do
       "$bin" bench "$op" --rows 16384 --cols 8192 --dtype "$dtype" --backend cpu --max-seconds 0.5 --json > "$tmp/$level/$op-$dtype.json"
     done
@@ -39,7 +39,7 @@ for level in levels:
     probe = json.load(open(f"{tmp}/{level}/probe.json"))
     kind = re.sub(r"[^a-z0-9]+", "-", re.sub(r"\((r|tm)\)|processor|cpu", "", probe["cpu"].lower())).strip("-") or "unknown"
     points = []
-    for dtype in ["fp32", "bf16"]:
+    for dtype in ["fp32", "bf16", "fp16"]:
         for op in ops:
             points += json.load(open(f"{tmp}/{level}/{op}-{dtype}.json"))["points"]
     gemm = []
