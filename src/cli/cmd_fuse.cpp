@@ -70,12 +70,9 @@ void add_fuse(CLI::App& app) {
   sub->add_flag("--compile-only", compile_only, "with --arch: NVRTC's compile (and its cache) alone, no simulator run and no check");
   sub->callback([] {
     jit::FuseRequest q;
-    q.expr = expr;
-    if (const jit::Preset* named = jit::find_preset(expr)) {
-      if (!vectors.empty()) bad_input(fmt::format("fuse: {} names its own row vectors ({}); drop --vector", expr, named->vectors));
-      q.expr = named->text;
-      q.vectors = jit::split_names(named->vectors);
-    }
+    jit::Expression e = jit::resolve_expression(expr, std::set<std::string>(vectors.begin(), vectors.end()));
+    q.expr = std::move(e.text);
+    q.vectors = std::move(e.vectors);
     q.compile_only = compile_only;
     q.profile = profile;
     q.rows = rows, q.cols = cols, q.seed = seed;
@@ -83,7 +80,6 @@ void add_fuse(CLI::App& app) {
     else if (dtype == "fp16") q.dtype = jit::FuseDType::fp16;
     else if (dtype == "bf16") q.dtype = jit::FuseDType::bf16;
     else bad_input("fuse: --dtype " + dtype + " is not one of fp32, fp16, bf16");
-    q.vectors.insert(vectors.begin(), vectors.end());
     if (!arch.empty()) {
       if (!std::regex_match(arch, std::regex("sm_[0-9]{2,3}[a-z]?"))) bad_input("fuse: --arch " + arch + " is not of the form sm_XX (sm_80, sm_90a)");
       q.arch = arch;

@@ -9,6 +9,7 @@
 #include <map>
 
 #include "kernelab/error.h"
+#include "kernelab/rng.h"
 
 namespace kl::jit {
 namespace {
@@ -359,6 +360,13 @@ std::vector<std::vector<double>> evaluate(const Program& p, const std::vector<st
   std::vector<std::vector<double>> result;
   for (const Tensor& o : p.outputs) result.push_back(v[size_t(o.node)]);
   return result;
+}
+
+double draw_input(Rng& rng, bool positive) {
+  double x;
+  do x = positive ? rng.uniform(0.5, 2.0) : rng.uniform(-2.0, 2.0);
+  while (std::fabs(x) < 1.0 / 64);
+  return x;
 }
 
 bool feeds_positive_only(const Program& p, int input) {

@@ -19,6 +19,10 @@
 #include <utility>
 #include <vector>
 
+namespace kl {
+class Rng;
+}
+
 namespace kl::jit {
 
 // What a value varies over: nothing (a number), the row only (a reduction's result, `row`),
@@ -115,6 +119,10 @@ std::vector<std::vector<double>> evaluate(const Program& p, const std::vector<st
 
 // Whether input i is the direct argument of log, sqrt or rsqrt (its values must be positive).
 bool feeds_positive_only(const Program& p, int input);
+
+// One input value as `kernelab fuse` and the `fused` op draw them: uniform in [-2, 2] with
+// |x| >= 1/64 (never zero), or in [0.5, 2] for an input that feeds_positive_only.
+double draw_input(Rng& rng, bool positive);
 
 // The bytes model. Unfused: every step (each node that is not a leaf) reads each of its
 // buffer operands (inputs and earlier steps) and writes its result, all in the dtype: what an

@@ -184,11 +184,7 @@ std::vector<std::vector<double>> fuse_inputs(const Program& p, const FuseRequest
   for (std::size_t i = 0; i < p.inputs.size(); ++i) {
     const bool positive = feeds_positive_only(p, int(i));
     std::vector<double> v(static_cast<std::size_t>(elements(p.inputs[i].kind, q.rows, q.cols)));
-    for (double& x : v) {
-      do x = positive ? rng.uniform(0.5, 2.0) : rng.uniform(-2.0, 2.0);
-      while (std::fabs(x) < 1.0 / 64);
-      x = round_to(q.dtype, x);
-    }
+    for (double& x : v) x = round_to(q.dtype, draw_input(rng, positive));
     inputs.push_back(std::move(v));
   }
   return inputs;

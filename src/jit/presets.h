@@ -6,6 +6,8 @@
 #include <string>
 #include <string_view>
 
+#include "kernelab/error.h"
+
 namespace kl::jit {
 
 struct Preset {
@@ -38,6 +40,25 @@ inline const Preset* find_preset(std::string_view name) {
   for (const Preset& p : kPresets)
     if (name == p.name) return &p;
   return nullptr;
+}
+
+}  // namespace kl::jit
+
+namespace kl::jit {
+
+// An expression as given (`fuse EXPR`, `--expr`) with the row vectors given (`--vector`): a named
+// one's text and its own row vectors, else the text as written. BadInput when a named one is
+// given row vectors too.
+struct Expression {
+  std::string text;
+  std::set<std::string> vectors;
+};
+inline Expression resolve_expression(const std::string& given, const std::set<std::string>& vectors) {
+  const Preset* named = find_preset(given);
+  if (!named) return {given, vectors};
+  if (!vectors.empty())
+    bad_input(given + " names its own row vectors (" + named->vectors + "); drop --vector");
+  return {named->text, split_names(named->vectors)};
 }
 
 }  // namespace kl::jit

@@ -1,7 +1,3 @@
-#include <fmt/format.h>
-
-#include <cmath>
-
 #include "jit/presets.h"
 #include "kernelab/error.h"
 #include "kernelab/rng.h"
@@ -19,12 +15,8 @@ jit::FuseDType fuse_dtype(DType t) {
 
 // --expr as a named expression (with its row vectors) or as written (with --vector's).
 jit::Program program_of(const Problem& p) {
-  std::string text = p.opt("expr"), vectors = p.opt("vector");
-  if (const jit::Preset* named = jit::find_preset(text)) {
-    if (!vectors.empty()) bad_input(fmt::format("fused: --expr {} names its own row vectors ({}); drop --vector", text, named->vectors));
-    text = named->text, vectors = named->vectors;
-  }
-  return jit::parse(text, jit::split_names(vectors));
+  const jit::Expression e = jit::resolve_expression(p.opt("expr"), jit::split_names(p.opt("vector")));
+  return jit::parse(e.text, e.vectors);
 }
 
 Shape shape_of(jit::Kind k, int64_t rows, int64_t cols) {
@@ -33,16 +25,9 @@ Shape shape_of(jit::Kind k, int64_t rows, int64_t cols) {
   return {rows, cols};
 }
 
-// As `kernelab fuse` draws them: uniform in [-2, 2] with |x| >= 1/64, or [0.5, 2] for an input
-// that log, sqrt or rsqrt takes directly.
 void fill_input(Tensor& t, uint64_t seed, bool positive) {
   Rng rng(seed);
-  for (int64_t i = 0; i < t.numel(); ++i) {
-    double x;
-    do x = positive ? rng.uniform(0.5, 2.0) : rng.uniform(-2.0, 2.0);
-    while (std::fabs(x) < 1.0 / 64);
-    t.set(i, x);
-  }
+  for (int64_t i = 0; i < t.numel(); ++i) t.set(i, jit::draw_input(rng, positive));
 }
 
 std::vector<std::vector<double>> reference(const Problem& problem, std::span<const Tensor> in) {
