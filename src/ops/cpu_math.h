@@ -322,6 +322,9 @@ inline void stream_row(float* dst, const float* src, int64_t n) {
 #elif defined(__AVX__)
   for (; j < n && (reinterpret_cast<uintptr_t>(dst + j) & 31) != 0; ++j) dst[j] = src[j];
   for (; j + 8 <= n; j += 8) _mm256_stream_ps(dst + j, _mm256_loadu_ps(src + j));
+#else  // SSE2, in every x86-64
+  for (; j < n && (reinterpret_cast<uintptr_t>(dst + j) & 15) != 0; ++j) dst[j] = src[j];
+  for (; j + 4 <= n; j += 4) _mm_stream_ps(dst + j, _mm_loadu_ps(src + j));
 #endif
   for (; j < n; ++j) dst[j] = src[j];
 }
@@ -336,6 +339,9 @@ inline void stream_row_scaled(float* dst, const float* src, int64_t n, float k) 
 #elif defined(__AVX__)
   for (; j < n && (reinterpret_cast<uintptr_t>(dst + j) & 31) != 0; ++j) dst[j] = src[j] * k;
   for (; j + 8 <= n; j += 8) _mm256_stream_ps(dst + j, _mm256_mul_ps(_mm256_loadu_ps(src + j), _mm256_set1_ps(k)));
+#else
+  for (; j < n && (reinterpret_cast<uintptr_t>(dst + j) & 15) != 0; ++j) dst[j] = src[j] * k;
+  for (; j + 4 <= n; j += 4) _mm_stream_ps(dst + j, _mm_mul_ps(_mm_loadu_ps(src + j), _mm_set1_ps(k)));
 #endif
   for (; j < n; ++j) dst[j] = src[j] * k;
 }
