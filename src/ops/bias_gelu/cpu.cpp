@@ -38,18 +38,27 @@ template <class T> void unfused(const BiasGeluParams& p, const Args& a) {
 }
 
 #if defined(KL_CPU_AVX512)
-// On AVX-512: a row in intrinsics (erf16; fp16 and bf16 converted in registers) into an L1
-// buffer, then streamed out (fp32: no write-allocate read of y).
-template <class T> void fused_row_avx512(const T* xr, const T* next, const T* b, T* yr, float* e, int64_t cols) {
+// On AVX-512: a row in intrinsics (erf16; fp16 and bf16 converted in registers), each 16 lanes
+// stored as computed: fp32 streamed where the row is 64-byte aligned (no write-allocate read of
+// y; the row's masked tail and an unaligned row by ordinary stores). Through an L1 buffer and
+// write_row, as the other ops store, it took 38.3 ms at 16384 x 8192 fp32 on 2 Zen 4 cores; this
+// way 26.8 ms (bf16 39.3 -> 37.2 ms, bound by the erf's and the conversions' arithmetic).
+template <class T> void fused_row_avx512(const T* xr, const T* next, const T* b, T* yr, int64_t cols) {
   const __m512 half = _mm512_set1_ps(0.5f), k = _mm512_set1_ps(0.70710678118654752f);
+  const bool stream = std::is_same_v<T, float> && reinterpret_cast<uintptr_t>(yr) % 64 == 0;
   for (int64_t j = 0; j < cols; j += 16) {
     if (next) cpu::prefetch_l2(next + j);
     const __mmask16 m = cpu::lanes(cols - j);
     const __m512 t = _mm512_add_ps(cpu::load16(xr + j, m), cpu::load16(b + j, m));
     const __m512 ht = _mm512_mul_ps(half, t);
-    _mm512_storeu_ps(e + j, _mm512_fmadd_ps(ht, cpu::erf16(_mm512_mul_ps(t, k)), ht));
+    const __m512 v = _mm512_fmadd_ps(ht, cpu::erf16(_mm512_mul_ps(t, k)), ht);
+    if constexpr (std::is_same_v<T, float>)
+      if (stream && m == 0xFFFF) {
+        _mm512_stream_ps(yr + j, v);
+        continue;
+      }
+    cpu::store16(yr + j, v, m);
   }
-  cpu::write_row(yr, e, cols);
 }
 #endif
 
@@ -61,9 +70,8 @@ template <class T> void fused(const BiasGeluParams& p, const Args& a) {
 #if defined(KL_CPU_AVX512)
 #pragma omp parallel
   {
-    std::vector<float> e(static_cast<size_t>(cols + 16));
 #pragma omp for schedule(static)
-    for (int64_t i = 0; i < rows; ++i) fused_row_avx512(x + i * cols, i + 1 < rows ? x + (i + 1) * cols : nullptr, b, y + i * cols, e.data(), cols);
+    for (int64_t i = 0; i < rows; ++i) fused_row_avx512(x + i * cols, i + 1 < rows ? x + (i + 1) * cols : nullptr, b, y + i * cols, cols);
     cpu::stream_fence();
   }
 #else
