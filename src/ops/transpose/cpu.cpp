@@ -2,8 +2,9 @@
 //   cpu_naive: reads rows, writes columns: every store to y lands on a different cache line.
 //   cpu_tiled: 64x64 tiles (32x32 for 1-byte elements): whole lines of x read into an L1 tile,
 //              transposed there, and whole lines of y written out (fp32 with streaming stores);
-//              tiles spread over cores. A whole tile is transposed in registers instead, 16x16
-//              at a time, on AVX2 and AVX-512 for 4- and 2-byte elements (streamed too).
+//              tiles spread over cores, the next tile prefetched into L2 meanwhile. A whole tile
+//              is transposed in registers instead, 16x16 at a time, on AVX2 and AVX-512 for
+//              4- and 2-byte elements (streamed too).
 #include <algorithm>
 #include <cstdint>
 #include <cstring>
@@ -168,11 +169,25 @@ template <class E> void tiled(const TransposeParams& p, const Args& a) {
             sizeof(E) == 4 || sizeof(E) == 2 ||
 #endif
             false;
+        // The next tile along the band has its TR short rows asked into L2 meanwhile, a share
+        // before each step: TR streams of TC elements are more than the hardware prefetcher
+        // follows. At 16384 x 8192 on 2 Zen 4 cores, fp32 32-35 -> 24-28 ms (avx2 46 -> 33,
+        // generic 62 -> 45), bf16 17.3 -> 15.0 ms.
+        constexpr int64_t kLinesPerRow = (TC * int64_t(sizeof(E)) + 63) / 64;
+        const E* next = j0 + 2 * TC <= cols ? x + i0 * cols + j0 + TC : nullptr;
+        int64_t line = 0;
+        const auto prefetch_next = [&](int64_t count) {
+          for (int64_t k = 0; next && k < count && line < ni * kLinesPerRow; ++k, ++line)
+            cpu::prefetch_l2(next + line / kLinesPerRow * cols + line % kLinesPerRow * (64 / int64_t(sizeof(E))));
+        };
         if constexpr (kInRegisters)
           if (ni == TR && nj == TC) {  // a whole tile in registers
-            for (int64_t bi2 = 0; bi2 < TR; bi2 += sizeof(E) == 2 ? 32 : 16)  // x rows a call: a line of y a store
-              for (int64_t bj2 = 0; bj2 < TC; bj2 += 16)
+            constexpr int64_t kRowsPerCall = sizeof(E) == 2 ? 32 : 16, kCalls = TR / kRowsPerCall * (TC / 16);
+            for (int64_t bi2 = 0; bi2 < TR; bi2 += kRowsPerCall)  // x rows a call: a line of y a store
+              for (int64_t bj2 = 0; bj2 < TC; bj2 += 16) {
+                prefetch_next(TR * kLinesPerRow / kCalls);
                 transpose16x16(x + (i0 + bi2) * cols + j0 + bj2, cols, y + (j0 + bj2) * rows + i0 + bi2, rows);
+              }
             continue;
           }
         for (int64_t ii = 0; ii < ni; ++ii) {  // whole lines of x in
@@ -180,6 +195,7 @@ template <class E> void tiled(const TransposeParams& p, const Args& a) {
           for (int64_t jj = 0; jj < nj; ++jj) tile[jj * TR + ii] = xr[jj];
         }
         for (int64_t jj = 0; jj < nj; ++jj) {  // whole lines of y out
+          prefetch_next(kLinesPerRow);
           E* yr = y + (j0 + jj) * rows + i0;
           if constexpr (sizeof(E) == sizeof(float))
             cpu::stream_row(reinterpret_cast<float*>(yr), reinterpret_cast<const float*>(tile + jj * TR), ni);
