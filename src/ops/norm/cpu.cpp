@@ -98,8 +98,9 @@ template <class T> void fused(const NormParams& p, const Args& a) {
       // The last pass normalises a chunk at a time into L1 and writes it out (streamed when fp32)
       // while the next row's x (and residual) are asked into L2: the memory then reads under this
       // row's writes, and the next row's first pass finds its lines in L2. With the prefetches in
-      // the variance pass instead, and the row normalised whole before its store, layernorm took
-      // 31 ms at 16384 x 8192 fp32 on 2 Zen 4 cores; this way 19 ms (a streaming copy: 13 ms).
+      // the variance pass instead, the row normalised whole before its store and the sums in one
+      // accumulator, layernorm took 32-37 ms at 16384 x 8192 fp32 on 2 Zen 4 cores; this way
+      // 21-26 ms (a streaming copy of the same bytes: 13-16 ms).
       const int64_t next = i + 1 < s.rows ? (i + 1) * n : -1;
       cpu::with_next_row_prefetched(next < 0 ? nullptr : x + next, n, [&](int64_t j0, int64_t j1) {
         if (res && next >= 0)
