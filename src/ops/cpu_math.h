@@ -137,7 +137,8 @@ inline float fast_exp(float x) {
 // scale to 0 or a subnormal, as exp does). exp(x) is exp2_16(x log2 e), with the multiply folded
 // into whatever computed x: softmax's exp pass then takes 10 operations a vector, not the 14 of fast_exp's form.
 inline constexpr float kExp2Poly[6] = {1.00000012f, 0.693146944f, 0.240221202f, 0.0555071309f, 0.00967554189f, 0.00132764725f};
-// The same on one float, bit-identical where the build has FMA (a row's tail beside its vectors).
+// The same on one float, bit-identical with exp2_8 where the build has FMA and t >= -126.5 (a
+// row's tail beside its vectors); under it, 2^-127 and below, exp2_8 gives 0 and this a subnormal.
 inline float exp2_scalar(float t) {
   t = vmax(t, -127.0f);
   const float n = std::nearbyint(t), f = t - n;
