@@ -112,10 +112,11 @@ inline float madd(float a, float b, float c) {
 #endif
 }
 
+inline constexpr float kLog2e = 1.44269504088896341f;
 inline float fast_exp(float x) {
   x = vmin(vmax(x, -87.0f), 88.0f);
   const float round_magic = 12582912.0f;  // 1.5 * 2^23: adding it rounds to an integer
-  const float n = (x * 1.44269504088896341f + round_magic) - round_magic;
+  const float n = (x * kLog2e + round_magic) - round_magic;
   const float r = madd(n, -0.693145751953125f, madd(n, -1.428606765330187e-06f, x));  // n * hi is exact either way
   float p = 1.0f / 720;
   p = madd(p, r, 1.0f / 120);
@@ -130,15 +131,14 @@ inline float fast_exp(float x) {
   return p * scale;
 }
 
-
-// 2^t on 16 lanes, t = n + f with n = round(t): 2^f by a degree-5 polynomial, 2^n by vscalefps.
-// The polynomial is fitted here to 2^f on [-1/2, 1/2] (Lawson's reweighted least squares,
-// relative error 7.5e-8; 2.3e-7 evaluated in float); t is clamped at -127 (2^-127 and below
-// scale to 0 or a subnormal, as exp does). exp(x) is exp2_16(x log2 e), with the multiply folded
-// into whatever computed x: softmax's exp pass then takes 10 operations a vector, not the 14 of fast_exp's form.
+// 2^f on [-1/2, 1/2] by a degree-5 polynomial fitted here (Lawson's reweighted least squares,
+// relative error 7.5e-8; 2.3e-7 evaluated in float). exp(x) is 2^(x log2e), with the multiply
+// folded into whatever computed x: softmax's exp pass then takes 10 operations a vector, not the
+// 14 of fast_exp's form.
 inline constexpr float kExp2Poly[6] = {1.00000012f, 0.693146944f, 0.240221202f, 0.0555071309f, 0.00967554189f, 0.00132764725f};
-// The same on one float, bit-identical with exp2_8 where the build has FMA and t >= -126.5 (a
-// row's tail beside its vectors); under it, 2^-127 and below, exp2_8 gives 0 and this a subnormal.
+// 2^t on one float, t = n + f with n = round(t), t clamped at -127 (2^-127 and below scale to a
+// subnormal, as exp does); bit-identical with exp2_8 where the build has FMA and t >= -126.5 (a
+// row's tail beside its vectors); under it exp2_8 gives 0.
 inline float exp2_scalar(float t) {
   t = vmax(t, -127.0f);
   const float n = std::nearbyint(t), f = t - n;
@@ -146,6 +146,7 @@ inline float exp2_scalar(float t) {
   for (int i = 4; i >= 0; --i) p = madd(p, f, kExp2Poly[i]);
   return std::ldexp(p, static_cast<int>(n));
 }
+// The same on 16 lanes: n by vrndscaleps, 2^n applied by vscalefps.
 #if defined(__AVX512F__)
 inline __m512 exp2_16(__m512 t) {
   t = _mm512_max_ps(t, _mm512_set1_ps(-127.0f));

@@ -45,8 +45,7 @@ template <class T> float exp_pass(const T* xr, const T* next, float* e, int64_t 
 #if defined(__AVX2__) && defined(__FMA__)
   // On AVX2 in intrinsics (exp2_8 on x scale log2e - m log2e, as the AVX-512 row; a third less
   // time than the loop below as GCC 12 vectorises it), one prefetch a line of the next row.
-  constexpr float kLog2e = 1.44269504088896341f;
-  const float sc2 = scale * kLog2e, m2 = m * kLog2e;
+  const float sc2 = scale * cpu::kLog2e, m2 = m * cpu::kLog2e;
   const __m256 sc = _mm256_set1_ps(sc2), mv = _mm256_set1_ps(m2);
   __m256 sv = _mm256_setzero_ps();
   int64_t j = 0;
@@ -95,8 +94,7 @@ template <class T> void fused_row_avx512(const T* xr, const T* next, float* e, T
   const float mx = _mm512_reduce_max_ps(_mm512_max_ps(_mm512_max_ps(mv[0], mv[1]), _mm512_max_ps(mv[2], mv[3])));
   // exp(scale x - max) = 2^(x scale log2e - max log2e), the exponent in one FMA. The constant's
   // rounding shifts every exponent of the row alike, which the normalisation divides out.
-  constexpr float kLog2e = 1.44269504088896341f;
-  const __m512 sc2 = _mm512_set1_ps(scale * kLog2e), mx2 = _mm512_set1_ps(mx * kLog2e);
+  const __m512 sc2 = _mm512_set1_ps(scale * cpu::kLog2e), mx2 = _mm512_set1_ps(mx * cpu::kLog2e);
   __m512 sv = _mm512_setzero_ps();
   for (int64_t j = 0; j < valid; j += 16) {
     if (next) cpu::prefetch_l2(next + j);
