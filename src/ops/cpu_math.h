@@ -201,6 +201,58 @@ inline void store16(BHalf* p, __m512 v, __mmask16 m) {
   _mm256_mask_storeu_epi16(p, m, _mm512_cvtepi32_epi16(r));
 }
 inline __mmask16 lanes(int64_t n) { return n >= 16 ? __mmask16(0xFFFF) : static_cast<__mmask16>((1u << n) - 1); }
+
+// 32 elements as two float vectors, "pair order": fp32 and fp16 elements 0-15 in a and 16-31 in b;
+// bf16 the even elements in a and the odd in b. A bf16 is the top half of a float, so one 512-bit
+// load splits into floats by a shift and an and, and store_pair joins two rounded vectors by an
+// or: no shuffle across lanes either way (vpmovzxwd and vpmovdw were 3 of the 16-bit rows'
+// operations a vector). What meets a pair elementwise (gamma, beta, a bias) is loaded as a pair
+// from its own storage, so it comes in the same order; an fp32 buffer written by store_pair keeps
+// the order of what was stored. Sums over pairs are sums over the elements.
+struct Pair {
+  __m512 a, b;
+};
+inline Pair load_pair(const float* p) { return {_mm512_loadu_ps(p), _mm512_loadu_ps(p + 16)}; }
+inline Pair load_pair(const Half* p) {
+  return {_mm512_cvtph_ps(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(p))),
+          _mm512_cvtph_ps(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(p + 16)))};
+}
+inline Pair load_pair(const BHalf* p) {
+  const __m512i raw = _mm512_loadu_si512(p);
+  return {_mm512_castsi512_ps(_mm512_slli_epi32(raw, 16)), _mm512_castsi512_ps(_mm512_and_si512(raw, _mm512_set1_epi32(int(0xFFFF0000u))))};
+}
+// u + 0x7FFF + bit 16 of u: the top half is v's bf16 rounded to nearest even (from_float<BHalf>).
+inline __m512i bf16_rounding_sum(__m512 v) {
+  const __m512i u = _mm512_castps_si512(v);
+  return _mm512_add_epi32(_mm512_add_epi32(u, _mm512_set1_epi32(0x7FFF)), _mm512_and_si512(_mm512_srli_epi32(u, 16), _mm512_set1_epi32(1)));
+}
+// Stores 32 elements rounded as from_float<T>; `stream`: non-temporal, p 64-byte aligned.
+inline void store_pair(float* p, Pair v, bool stream) {
+  if (stream) {
+    _mm512_stream_ps(p, v.a);
+    _mm512_stream_ps(p + 16, v.b);
+  } else {
+    _mm512_storeu_ps(p, v.a);
+    _mm512_storeu_ps(p + 16, v.b);
+  }
+}
+inline void store_pair(Half* p, Pair v, bool stream) {
+  const auto half16 = [](__m512 x) {
+    const __m256i h = _mm512_cvtps_ph(x, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
+    return _mm256_mask_mov_epi16(h, _mm512_cmp_ps_mask(x, x, _CMP_UNORD_Q), _mm256_set1_epi16(0x7FFF));
+  };
+  const __m512i h = _mm512_inserti64x4(_mm512_castsi256_si512(half16(v.a)), half16(v.b), 1);
+  if (stream) _mm512_stream_si512(reinterpret_cast<__m512i*>(p), h);
+  else _mm512_storeu_si512(p, h);
+}
+inline void store_pair(BHalf* p, Pair v, bool stream) {
+  const __mmask16 ord_a = _mm512_cmp_ps_mask(v.a, v.a, _CMP_ORD_Q), ord_b = _mm512_cmp_ps_mask(v.b, v.b, _CMP_ORD_Q);
+  const __m512i even = _mm512_mask_srli_epi32(_mm512_set1_epi32(0x7FFF), ord_a, bf16_rounding_sum(v.a), 16);
+  const __m512i odd = _mm512_mask_and_epi32(_mm512_set1_epi32(0x7FFF0000), ord_b, bf16_rounding_sum(v.b), _mm512_set1_epi32(int(0xFFFF0000u)));
+  const __m512i h = _mm512_or_si512(even, odd);
+  if (stream) _mm512_stream_si512(reinterpret_cast<__m512i*>(p), h);
+  else _mm512_storeu_si512(p, h);
+}
 #endif
 
 // sum of (v[j] - c)^2 over n floats (c = 0: a plain sum of squares), and sum of v, in four
@@ -258,6 +310,37 @@ inline float sum(const float* v, int64_t n) {
   return s + tail;
 }
 
+#if defined(KL_CPU_AVX512)
+// sum of (v[j] - c)^2 (sq) or of v[j] (!sq) over n elements of any storage type, read as pairs in
+// four partial sums (a 16-bit row is converted as it is read: one operation a vector, cheaper
+// than the L2 traffic of keeping an fp32 copy of it beside gamma and beta).
+template <bool sq, class S> float pair_sum(const S* v, int64_t n, float c = 0.0f) {
+  const __m512 cv = _mm512_set1_ps(c);
+  __m512 acc[4] = {_mm512_setzero_ps(), _mm512_setzero_ps(), _mm512_setzero_ps(), _mm512_setzero_ps()};
+  const auto add = [&](__m512& to, __m512 x) {
+    if constexpr (sq) {
+      const __m512 d = _mm512_sub_ps(x, cv);
+      to = _mm512_fmadd_ps(d, d, to);
+    } else {
+      to = _mm512_add_ps(to, x);
+    }
+  };
+  int64_t j = 0;
+  for (; j + 64 <= n; j += 64) {
+    const Pair p = load_pair(v + j), q = load_pair(v + j + 32);
+    add(acc[0], p.a), add(acc[1], p.b), add(acc[2], q.a), add(acc[3], q.b);
+  }
+  if (j + 32 <= n) {
+    const Pair p = load_pair(v + j);
+    add(acc[0], p.a), add(acc[1], p.b);
+    j += 32;
+  }
+  float s = _mm512_reduce_add_ps(_mm512_add_ps(_mm512_add_ps(acc[0], acc[1]), _mm512_add_ps(acc[2], acc[3])));
+  for (; j < n; ++j) s += sq ? (to_float(v[j]) - c) * (to_float(v[j]) - c) : to_float(v[j]);
+  return s;
+}
+#endif
+
 // Asks for the 64-byte line at p in L2 (a row computed on now while the next row's lines arrive).
 inline void prefetch_l2(const void* p) { __builtin_prefetch(p, 0, 2); }
 
@@ -296,20 +379,29 @@ inline float fast_erf(float x) {
 }
 
 #if defined(KL_CPU_AVX512)
-// fast_erf on 16 lanes, 1 / Q by vrcp14ps and one Newton step.
-inline __m512 erf16(__m512 x) {
-  const __m512 c = _mm512_min_ps(_mm512_set1_ps(3.9f), _mm512_max_ps(_mm512_set1_ps(-3.9f), x));  // a NaN kept
+// gelu(t) = t (1/2 + erf(t / sqrt 2) / 2) on 16 lanes by fast_erf's fit, 1/sqrt 2 and the half
+// folded into its coefficients (P_i 2^-(i+1) / sqrt 2 and Q_i 2^-i), the half added in the last
+// FMA: 16 multiply-class operations a vector, not the 19 of 0.5 t (1 + erf16(t / sqrt 2)) (Zen 4
+// issues one 512-bit multiply or FMA a cycle, which bounds bias_gelu). 1 / Q by vrcp14ps (2^-14),
+// refined by a Newton step for fp32 outputs (`refine`); a 16-bit output's rounding is 2^-9 or
+// 2^-11. Past |t| = 3.9 sqrt 2 the factor is 1 or 0 exactly.
+template <int i> inline constexpr float kGeluP = float(double(kErfP[i]) * 0.70710678118654752 / double(2 << i));
+template <int i> inline constexpr float kGeluQ = float(double(kErfQ[i]) / double(1 << i));
+template <bool refine> inline __m512 gelu16(__m512 t) {
+  const __m512 lim = _mm512_set1_ps(3.9f * 1.41421356f);
+  const __m512 c = _mm512_min_ps(lim, _mm512_max_ps(_mm512_sub_ps(_mm512_setzero_ps(), lim), t));  // a NaN kept
   const __m512 u = _mm512_mul_ps(c, c);
-  __m512 p = _mm512_set1_ps(kErfP[5]), q = _mm512_set1_ps(kErfQ[5]);
-  for (int i = 4; i >= 0; --i) {
-    p = _mm512_fmadd_ps(p, u, _mm512_set1_ps(kErfP[i]));
-    q = _mm512_fmadd_ps(q, u, _mm512_set1_ps(kErfQ[i]));
-  }
+  __m512 p = _mm512_set1_ps(kGeluP<5>), q = _mm512_set1_ps(kGeluQ<5>);
+  p = _mm512_fmadd_ps(p, u, _mm512_set1_ps(kGeluP<4>)), q = _mm512_fmadd_ps(q, u, _mm512_set1_ps(kGeluQ<4>));
+  p = _mm512_fmadd_ps(p, u, _mm512_set1_ps(kGeluP<3>)), q = _mm512_fmadd_ps(q, u, _mm512_set1_ps(kGeluQ<3>));
+  p = _mm512_fmadd_ps(p, u, _mm512_set1_ps(kGeluP<2>)), q = _mm512_fmadd_ps(q, u, _mm512_set1_ps(kGeluQ<2>));
+  p = _mm512_fmadd_ps(p, u, _mm512_set1_ps(kGeluP<1>)), q = _mm512_fmadd_ps(q, u, _mm512_set1_ps(kGeluQ<1>));
+  p = _mm512_fmadd_ps(p, u, _mm512_set1_ps(kGeluP<0>)), q = _mm512_fmadd_ps(q, u, _mm512_set1_ps(kGeluQ<0>));
   __m512 r = _mm512_rcp14_ps(q);
-  r = _mm512_mul_ps(r, _mm512_fnmadd_ps(q, r, _mm512_set1_ps(2.0f)));
-  const __m512i sign = _mm512_and_si512(_mm512_castps_si512(c), _mm512_set1_epi32(int(0x80000000u)));
-  const __m512 one = _mm512_castsi512_ps(_mm512_or_si512(sign, _mm512_castps_si512(_mm512_set1_ps(1.0f))));
-  return _mm512_mask_mov_ps(_mm512_mul_ps(_mm512_mul_ps(c, p), r), _mm512_cmp_ps_mask(c, x, _CMP_NEQ_OQ), one);
+  if constexpr (refine) r = _mm512_mul_ps(r, _mm512_fnmadd_ps(q, r, _mm512_set1_ps(2.0f)));
+  const __m512 factor = _mm512_fmadd_ps(_mm512_mul_ps(c, p), r, _mm512_set1_ps(0.5f));
+  const __m512 step = _mm512_maskz_mov_ps(_mm512_cmp_ps_mask(t, _mm512_setzero_ps(), _CMP_GT_OQ), _mm512_set1_ps(1.0f));
+  return _mm512_mul_ps(t, _mm512_mask_mov_ps(factor, _mm512_cmp_ps_mask(c, t, _CMP_NEQ_OQ), step));
 }
 #endif
 

@@ -77,36 +77,56 @@ template <class T> float exp_pass(const T* xr, const T* next, float* e, int64_t 
 }
 
 #if defined(KL_CPU_AVX512)
-// On AVX-512: the same passes in intrinsics (exp2_16; masked tails; fp16 and bf16 converted in
-// registers), one prefetch a line, and the normalisation fused into the store (streamed for fp32).
-// 2x the generic loop's speed on Zen 4.
+// On AVX-512: the same passes in intrinsics, 32 elements a step in pair order (cpu_math.h: a
+// 16-bit row split into floats by a shift and an and, or vcvtph2ps, as it is read), exp2_16, one
+// prefetch a line, and the normalisation fused into the store, streamed where the row is aligned
+// (16-bit rows too: through write_row they were stored with a write-allocate read). The row's
+// last valid % 32 elements go one at a time, in element order, in each pass.
 template <class T> void fused_row_avx512(const T* xr, const T* next, float* e, T* yr, int64_t valid, int64_t cols, float scale) {
+  const int64_t whole = valid / 32 * 32;
   const __m512 sc = _mm512_set1_ps(scale);
   __m512 mv[4];  // four running maxima: one would wait on vmaxps's latency every 16 elements
   for (__m512& v : mv) v = _mm512_set1_ps(-INFINITY);
   int64_t j = 0;
-  for (; j + 64 <= valid; j += 64)
-    for (int k = 0; k < 4; ++k) mv[k] = _mm512_max_ps(mv[k], _mm512_mul_ps(sc, cpu::load16(xr + j + 16 * k, 0xFFFF)));
-  for (; j < valid; j += 16) {
-    const __mmask16 m = cpu::lanes(valid - j);
-    mv[0] = _mm512_mask_max_ps(mv[0], m, mv[0], _mm512_mul_ps(sc, cpu::load16(xr + j, m)));
+  for (; j + 64 <= whole; j += 64) {
+    const cpu::Pair p = cpu::load_pair(xr + j), q = cpu::load_pair(xr + j + 32);
+    mv[0] = _mm512_max_ps(mv[0], _mm512_mul_ps(sc, p.a)), mv[1] = _mm512_max_ps(mv[1], _mm512_mul_ps(sc, p.b));
+    mv[2] = _mm512_max_ps(mv[2], _mm512_mul_ps(sc, q.a)), mv[3] = _mm512_max_ps(mv[3], _mm512_mul_ps(sc, q.b));
   }
-  const float mx = _mm512_reduce_max_ps(_mm512_max_ps(_mm512_max_ps(mv[0], mv[1]), _mm512_max_ps(mv[2], mv[3])));
+  if (j < whole) {
+    const cpu::Pair p = cpu::load_pair(xr + j);
+    mv[0] = _mm512_max_ps(mv[0], _mm512_mul_ps(sc, p.a)), mv[1] = _mm512_max_ps(mv[1], _mm512_mul_ps(sc, p.b));
+  }
+  float mx = _mm512_reduce_max_ps(_mm512_max_ps(_mm512_max_ps(mv[0], mv[1]), _mm512_max_ps(mv[2], mv[3])));
+  for (j = whole; j < valid; ++j) mx = cpu::vmax(mx, scale * to_float(xr[j]));
   // exp(scale x - max) = 2^(x scale log2e - max log2e), the exponent in one FMA. The constant's
   // rounding shifts every exponent of the row alike, which the normalisation divides out.
-  const __m512 sc2 = _mm512_set1_ps(scale * cpu::kLog2e), mx2 = _mm512_set1_ps(mx * cpu::kLog2e);
-  __m512 sv = _mm512_setzero_ps();
-  for (int64_t j = 0; j < valid; j += 16) {
-    if (next) cpu::prefetch_l2(next + j);
-    const __mmask16 m = cpu::lanes(valid - j);
-    const __m512 v = _mm512_maskz_mov_ps(m, cpu::exp2_16(_mm512_fmsub_ps(sc2, cpu::load16(xr + j, m), mx2)));
-    _mm512_storeu_ps(e + j, v);  // e has cols + 16 floats
-    sv = _mm512_add_ps(sv, v);
+  const float sc2 = scale * cpu::kLog2e, mx2 = mx * cpu::kLog2e;
+  const __m512 sc2v = _mm512_set1_ps(sc2), mx2v = _mm512_set1_ps(mx2);
+  __m512 sa = _mm512_setzero_ps(), sb = _mm512_setzero_ps();
+  for (j = 0; j < whole; j += 32) {
+    if (next)
+      for (int64_t k = 0; k < 32; k += 64 / int64_t(sizeof(T))) cpu::prefetch_l2(next + j + k);
+    const cpu::Pair p = cpu::load_pair(xr + j);
+    const __m512 ea = cpu::exp2_16(_mm512_fmsub_ps(sc2v, p.a, mx2v)), eb = cpu::exp2_16(_mm512_fmsub_ps(sc2v, p.b, mx2v));
+    cpu::store_pair(e + j, {ea, eb}, false);
+    sa = _mm512_add_ps(sa, ea), sb = _mm512_add_ps(sb, eb);
   }
-  const float sum = _mm512_reduce_add_ps(sv);
+  float sum = _mm512_reduce_add_ps(_mm512_add_ps(sa, sb));
+  for (j = whole; j < valid; ++j) sum += e[j] = cpu::exp2_scalar(std::fma(sc2, to_float(xr[j]), -mx2));
+  if (next)
+    for (j = whole; j < cols; j += 64 / int64_t(sizeof(T))) cpu::prefetch_l2(next + j);
   const float inv = sum > 0 ? 1.0f / sum : 0.0f;  // a row masked whole (causal) is zeros
-  for (int64_t j = valid; j < cols; ++j) e[j] = 0.0f;
-  cpu::write_row(yr, e, cols, inv);
+  const __m512 iv = _mm512_set1_ps(inv), zero = _mm512_setzero_ps();
+  const bool stream = reinterpret_cast<uintptr_t>(yr) % 64 == 0;
+  for (j = 0; j < whole; j += 32) {
+    const cpu::Pair p = cpu::load_pair(e + j);
+    cpu::store_pair(yr + j, {_mm512_mul_ps(p.a, iv), _mm512_mul_ps(p.b, iv)}, stream);
+  }
+  for (; j < valid; ++j) yr[j] = from_float<T>(e[j] * inv);
+  for (; j < cols && j % 32 != 0; ++j) yr[j] = from_float<T>(0.0f);
+  for (; j + 32 <= cols; j += 32) cpu::store_pair(yr + j, {zero, zero}, stream);
+  for (; j < cols; ++j) yr[j] = from_float<T>(0.0f);
 }
 #endif
 
