@@ -3,8 +3,8 @@
 //   cpu_tiled: 64x64 tiles (32x32 for 1-byte elements): whole lines of x read into an L1 tile,
 //              transposed there, and whole lines of y written out (fp32 with streaming stores);
 //              tiles spread over cores, the next tile prefetched into L2 meanwhile. A whole tile
-//              is transposed in registers instead, 16x16 at a time, on AVX2 and AVX-512 for
-//              4- and 2-byte elements (streamed too).
+//              is transposed in registers instead, on AVX2 and AVX-512 for 4- and 2-byte
+//              elements (16x16 at a time; 32x32 for 2 bytes on AVX-512), streamed too.
 #include <algorithm>
 #include <cstdint>
 #include <cstring>
@@ -29,7 +29,7 @@ template <class E> void naive(const TransposeParams& p, const Args& a) {
     for (int64_t j = 0; j < cols; ++j) y[j * rows + i] = x[i * cols + j];
 }
 
-#if defined(__AVX2__)
+#if defined(__AVX2__) && !defined(KL_CPU_AVX512)
 // A 64-byte line of y from two 256-bit halves, streamed where aligned.
 void store_line(void* out, __m256i lo, __m256i hi) {
   auto* p = static_cast<__m256i*>(out);
@@ -111,7 +111,7 @@ void transpose16x16(const uint32_t* x, int64_t ldx, uint32_t* y, int64_t ldy) {
 }
 #endif
 
-#if defined(__AVX2__)
+#if defined(__AVX2__) && !defined(KL_CPU_AVX512)
 // The same for 2-byte elements in 256-bit registers (16-, 32- and 64-bit unpacks, then one 128-bit
 // lane permute leave register k holding column k), two blocks down x at once so that each store
 // to y is a whole 64-byte line: half-line streaming stores to 32 rows of y at a time cost 1.6x.
@@ -147,11 +147,57 @@ void transpose16x16(const uint16_t* x, int64_t ldx, uint16_t* y, int64_t ldy) {
 }
 #endif
 
+#if defined(KL_CPU_AVX512)
+// y's 32x32 block = x's transposed, for 2-byte elements: each row of x and of y one 64-byte line,
+// one 512-bit load or streamed store. 16-, 32- and 64-bit unpacks leave, in register 8g + m, lane
+// l, column 8l + m of rows 8g..8g+7; a 4x4 transpose of 128-bit lanes (two rounds of vshufi32x4)
+// gathers each column's four lanes. 160 shuffles for 1024 elements. The 256-bit blocks, which
+// store each line of y in two halves from two blocks, took 17-18.8 ms at 16384 x 8192 bf16 on 2
+// Zen 4 cores, these 13.7-15.8 in the same minutes (fp32's 16x16: 24.5 ms for twice the bytes).
+void transpose32x32(const uint16_t* x, int64_t ldx, uint16_t* y, int64_t ldy) {
+  __m512i r[32], t[32];
+  for (int i = 0; i < 32; ++i) r[i] = _mm512_loadu_si512(x + i * ldx);
+  for (int i = 0; i < 32; i += 2) {
+    t[i] = _mm512_unpacklo_epi16(r[i], r[i + 1]);
+    t[i + 1] = _mm512_unpackhi_epi16(r[i], r[i + 1]);
+  }
+  for (int i = 0; i < 32; i += 4) {
+    r[i] = _mm512_unpacklo_epi32(t[i], t[i + 2]);
+    r[i + 1] = _mm512_unpackhi_epi32(t[i], t[i + 2]);
+    r[i + 2] = _mm512_unpacklo_epi32(t[i + 1], t[i + 3]);
+    r[i + 3] = _mm512_unpackhi_epi32(t[i + 1], t[i + 3]);
+  }
+  for (int i = 0; i < 32; i += 8)
+    for (int k = 0; k < 4; ++k) {
+      t[i + 2 * k] = _mm512_unpacklo_epi64(r[i + k], r[i + k + 4]);
+      t[i + 2 * k + 1] = _mm512_unpackhi_epi64(r[i + k], r[i + k + 4]);
+    }
+  for (int m = 0; m < 8; ++m) {
+    const __m512i u0 = _mm512_shuffle_i32x4(t[m], t[8 + m], 0x44), u1 = _mm512_shuffle_i32x4(t[m], t[8 + m], 0xEE);
+    const __m512i u2 = _mm512_shuffle_i32x4(t[16 + m], t[24 + m], 0x44), u3 = _mm512_shuffle_i32x4(t[16 + m], t[24 + m], 0xEE);
+    r[m] = _mm512_shuffle_i32x4(u0, u2, 0x88), r[8 + m] = _mm512_shuffle_i32x4(u0, u2, 0xDD);
+    r[16 + m] = _mm512_shuffle_i32x4(u1, u3, 0x88), r[24 + m] = _mm512_shuffle_i32x4(u1, u3, 0xDD);
+  }
+  for (int k = 0; k < 32; ++k) {
+    auto* out = reinterpret_cast<__m512i*>(y + k * ldy);
+    if ((reinterpret_cast<uintptr_t>(out) & 63) == 0) _mm512_stream_si512(out, r[k]);
+    else _mm512_storeu_si512(out, r[k]);
+  }
+}
+#endif
+
 template <class E> void tiled(const TransposeParams& p, const Args& a) {
   // The tile fits in L1 and its rows are whole lines of x and of y: 64x64 (fp32 in registers: 31
   // ms against 43 for 32x32 at 16384x8192 on Zen 4; the 16-bit scalar tile took 2.3x as long at
-  // 64x64 as at 32x32, the register one 17.6 ms).
-  constexpr int64_t TR = sizeof(E) >= 2 ? 64 : 32, TC = TR;
+  // 64x64 as at 32x32, the register one 17.6 ms). 16-bit on AVX-512: 128 rows of x by 64
+  // columns, so that y's rows, like fp32's, are 4 lines long (64x64: 14.4-15.8 ms, 128x64: 12.9-14.1,
+  // interleaved runs).
+#if defined(KL_CPU_AVX512)
+  constexpr int64_t TR = sizeof(E) == 2 ? 128 : sizeof(E) > 2 ? 64 : 32;
+#else
+  constexpr int64_t TR = sizeof(E) >= 2 ? 64 : 32;
+#endif
+  constexpr int64_t TC = sizeof(E) >= 2 ? 64 : 32;
   const int64_t rows = p.rows, cols = p.cols;
   const E* x = static_cast<const E*>(a.in[0].data());
   E* y = static_cast<E*>(a.out[0].data());
@@ -182,11 +228,23 @@ template <class E> void tiled(const TransposeParams& p, const Args& a) {
         };
         if constexpr (kInRegisters)
           if (ni == TR && nj == TC) {  // a whole tile in registers
-            constexpr int64_t kRowsPerCall = sizeof(E) == 2 ? 32 : 16, kCalls = TR / kRowsPerCall * (TC / 16);
-            for (int64_t bi2 = 0; bi2 < TR; bi2 += kRowsPerCall)  // x rows a call: a line of y a store
-              for (int64_t bj2 = 0; bj2 < TC; bj2 += 16) {
+            constexpr int64_t kRowsPerCall = sizeof(E) == 2 ? 32 : 16;  // x rows a call: a line of y a store
+#if defined(KL_CPU_AVX512)
+            constexpr int64_t kColsPerCall = sizeof(E) == 2 ? 32 : 16;
+#else
+            constexpr int64_t kColsPerCall = 16;
+#endif
+            constexpr int64_t kCalls = TR / kRowsPerCall * (TC / kColsPerCall);
+            for (int64_t bi2 = 0; bi2 < TR; bi2 += kRowsPerCall)
+              for (int64_t bj2 = 0; bj2 < TC; bj2 += kColsPerCall) {
                 prefetch_next(TR * kLinesPerRow / kCalls);
-                transpose16x16(x + (i0 + bi2) * cols + j0 + bj2, cols, y + (j0 + bj2) * rows + i0 + bi2, rows);
+                const E* from = x + (i0 + bi2) * cols + j0 + bj2;
+                E* to = y + (j0 + bj2) * rows + i0 + bi2;
+#if defined(KL_CPU_AVX512)
+                if constexpr (sizeof(E) == 2) transpose32x32(from, cols, to, rows);
+                else
+#endif
+                  transpose16x16(from, cols, to, rows);
               }
             continue;
           }
