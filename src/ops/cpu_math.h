@@ -13,6 +13,12 @@
 #include "kernelab/tensor.h"
 #include "ops/cpu_isa.h"
 
+// GCC 12's AVX-512 headers start vectors from a self-initialised "undefined" value, which
+// -Wuninitialized and -Wmaybe-uninitialized report wherever the intrinsics are inlined: in the
+// templates below, whose instances no pragma in an including file reaches, and in its own code.
+#pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
+#pragma GCC diagnostic ignored "-Wuninitialized"
+
 namespace kl::cpu::inline KL_CPU_ISA {  // one copy per ISA build: cpu_isa.h
 
 struct Half { uint16_t bits; };
@@ -137,8 +143,8 @@ inline float fast_exp(float x) {
 // 14 of fast_exp's form.
 inline constexpr float kExp2Poly[6] = {1.00000012f, 0.693146944f, 0.240221202f, 0.0555071309f, 0.00967554189f, 0.00132764725f};
 // 2^t on one float, t = n + f with n = round(t), t clamped at -127 (2^-127 and below scale to a
-// subnormal, as exp does); bit-identical with exp2_8 where the build has FMA and t >= -126.5 (a
-// row's tail beside its vectors); under it exp2_8 gives 0.
+// subnormal, as exp does); bit-identical with AVX2's vexp2 where t >= -126.5 (a row's tail beside
+// its vectors); under it that vexp2 gives 0.
 inline float exp2_scalar(float t) {
   t = vmax(t, -127.0f);
   const float n = std::nearbyint(t), f = t - n;
@@ -146,9 +152,40 @@ inline float exp2_scalar(float t) {
   for (int i = 4; i >= 0; --i) p = madd(p, f, kExp2Poly[i]);
   return std::ldexp(p, static_cast<int>(n));
 }
-// The same on 16 lanes: n by vrndscaleps, 2^n applied by vscalefps.
-#if defined(__AVX512F__)
-inline __m512 exp2_16(__m512 t) {
+#if defined(__AVX512F__) && defined(__AVX512BW__) && defined(__AVX512VL__)
+#define KL_CPU_AVX512 1
+#endif
+#if defined(KL_CPU_AVX512) || (defined(__AVX2__) && defined(__FMA__) && defined(__F16C__))
+#define KL_CPU_VEC 1
+#endif
+
+#if defined(KL_CPU_VEC)
+// One vector of floats at this build's width, 16 lanes on AVX-512 and 8 on AVX2, so that a row's
+// vector code is written once for both levels (the generic level runs loops the compiler
+// vectorises). Mask: a lane-wise condition, a mask register or a vector of all-ones lanes.
+#if defined(KL_CPU_AVX512)
+using Vec = __m512;
+using VecI = __m512i;
+using Mask = __mmask16;
+inline constexpr int kLanes = 16, kRcpBits = 14;  // vrcp14ps
+inline Vec vset(float x) { return _mm512_set1_ps(x); }
+inline Vec vload(const float* p) { return _mm512_loadu_ps(p); }
+inline Vec vadd(Vec a, Vec b) { return _mm512_add_ps(a, b); }
+inline Vec vsub(Vec a, Vec b) { return _mm512_sub_ps(a, b); }
+inline Vec vmul(Vec a, Vec b) { return _mm512_mul_ps(a, b); }
+inline Vec vmax(Vec a, Vec b) { return _mm512_max_ps(a, b); }  // b where either is NaN
+inline Vec vmin(Vec a, Vec b) { return _mm512_min_ps(a, b); }
+inline Vec vfma(Vec a, Vec b, Vec c) { return _mm512_fmadd_ps(a, b, c); }   // a b + c
+inline Vec vfms(Vec a, Vec b, Vec c) { return _mm512_fmsub_ps(a, b, c); }   // a b - c
+inline Vec vfnma(Vec a, Vec b, Vec c) { return _mm512_fnmadd_ps(a, b, c); } // c - a b
+inline Vec vrcp(Vec a) { return _mm512_rcp14_ps(a); }
+inline Mask vgt(Vec a, Vec b) { return _mm512_cmp_ps_mask(a, b, _CMP_GT_OQ); }
+inline Mask vne(Vec a, Vec b) { return _mm512_cmp_ps_mask(a, b, _CMP_NEQ_OQ); }
+inline Vec vselect(Mask m, Vec yes, Vec no) { return _mm512_mask_mov_ps(no, m, yes); }
+inline float hsum(Vec a) { return _mm512_reduce_add_ps(a); }
+inline float hmax(Vec a) { return _mm512_reduce_max_ps(a); }
+// 2^t: n = round(t) by vrndscaleps, 2^f by kExp2Poly, 2^n applied by vscalefps.
+inline Vec vexp2(Vec t) {
   t = _mm512_max_ps(t, _mm512_set1_ps(-127.0f));
   const __m512 n = _mm512_roundscale_ps(t, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
   const __m512 f = _mm512_sub_ps(t, n);
@@ -156,12 +193,37 @@ inline __m512 exp2_16(__m512 t) {
   for (int i = 4; i >= 0; --i) p = _mm512_fmadd_ps(p, f, _mm512_set1_ps(kExp2Poly[i]));
   return _mm512_scalef_ps(p, n);
 }
-#endif
-
-#if defined(__AVX2__) && defined(__FMA__)
-// exp2_16 on 8 lanes for the AVX2 build: n rounded by vroundps, 2^n built in the exponent bits
-// (n = -127 there gives 0).
-inline __m256 exp2_8(__m256 t) {
+#else
+using Vec = __m256;
+using VecI = __m256i;
+using Mask = __m256;
+inline constexpr int kLanes = 8, kRcpBits = 12;  // vrcpps
+inline Vec vset(float x) { return _mm256_set1_ps(x); }
+inline Vec vload(const float* p) { return _mm256_loadu_ps(p); }
+inline Vec vadd(Vec a, Vec b) { return _mm256_add_ps(a, b); }
+inline Vec vsub(Vec a, Vec b) { return _mm256_sub_ps(a, b); }
+inline Vec vmul(Vec a, Vec b) { return _mm256_mul_ps(a, b); }
+inline Vec vmax(Vec a, Vec b) { return _mm256_max_ps(a, b); }  // b where either is NaN
+inline Vec vmin(Vec a, Vec b) { return _mm256_min_ps(a, b); }
+inline Vec vfma(Vec a, Vec b, Vec c) { return _mm256_fmadd_ps(a, b, c); }
+inline Vec vfms(Vec a, Vec b, Vec c) { return _mm256_fmsub_ps(a, b, c); }
+inline Vec vfnma(Vec a, Vec b, Vec c) { return _mm256_fnmadd_ps(a, b, c); }
+inline Vec vrcp(Vec a) { return _mm256_rcp_ps(a); }
+inline Mask vgt(Vec a, Vec b) { return _mm256_cmp_ps(a, b, _CMP_GT_OQ); }
+inline Mask vne(Vec a, Vec b) { return _mm256_cmp_ps(a, b, _CMP_NEQ_OQ); }
+inline Vec vselect(Mask m, Vec yes, Vec no) { return _mm256_blendv_ps(no, yes, m); }
+inline float hsum(Vec a) {
+  __m128 s = _mm_add_ps(_mm256_castps256_ps128(a), _mm256_extractf128_ps(a, 1));
+  s = _mm_add_ps(s, _mm_movehl_ps(s, s));
+  return _mm_cvtss_f32(_mm_add_ss(s, _mm_movehdup_ps(s)));
+}
+inline float hmax(Vec a) {
+  __m128 s = _mm_max_ps(_mm256_castps256_ps128(a), _mm256_extractf128_ps(a, 1));
+  s = _mm_max_ps(s, _mm_movehl_ps(s, s));
+  return _mm_cvtss_f32(_mm_max_ss(s, _mm_movehdup_ps(s)));
+}
+// 2^t: n rounded by vroundps, 2^n built in the exponent bits (n = -127 there gives 0).
+inline Vec vexp2(Vec t) {
   t = _mm256_max_ps(t, _mm256_set1_ps(-127.0f));
   const __m256 n = _mm256_round_ps(t, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
   const __m256 f = _mm256_sub_ps(t, n);
@@ -170,48 +232,21 @@ inline __m256 exp2_8(__m256 t) {
   const __m256i two_n = _mm256_slli_epi32(_mm256_add_epi32(_mm256_cvtps_epi32(n), _mm256_set1_epi32(127)), 23);
   return _mm256_mul_ps(p, _mm256_castsi256_ps(two_n));
 }
-// 8 elements as floats: fp16 by vcvtph2ps, bf16 by a shift.
-inline __m256 load8(const float* p) { return _mm256_loadu_ps(p); }
-inline __m256 load8(const Half* p) { return _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(p))); }
-inline __m256 load8(const BHalf* p) {
-  return _mm256_castsi256_ps(_mm256_slli_epi32(_mm256_cvtepu16_epi32(_mm_loadu_si128(reinterpret_cast<const __m128i*>(p))), 16));
-}
 #endif
+inline Vec vzero() { return vset(0.0f); }
 
-#if defined(__AVX512F__) && defined(__AVX512BW__) && defined(__AVX512VL__)
-#define KL_CPU_AVX512 1
-// 16 elements as floats, lanes outside `m` zero: fp16 by vcvtph2ps, bf16 by a shift.
-inline __m512 load16(const float* p, __mmask16 m) { return _mm512_maskz_loadu_ps(m, p); }
-inline __m512 load16(const Half* p, __mmask16 m) { return _mm512_cvtph_ps(_mm256_maskz_loadu_epi16(m, p)); }
-inline __m512 load16(const BHalf* p, __mmask16 m) {
-  return _mm512_castsi512_ps(_mm512_slli_epi32(_mm512_cvtepu16_epi32(_mm256_maskz_loadu_epi16(m, p)), 16));
-}
-// 16 floats stored as T in the lanes of `m`, rounded as from_float<T> rounds.
-inline void store16(float* p, __m512 v, __mmask16 m) { _mm512_mask_storeu_ps(p, m, v); }
-inline void store16(Half* p, __m512 v, __mmask16 m) {
-  const __m256i h = _mm512_cvtps_ph(v, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
-  const __mmask16 nan = _mm512_cmp_ps_mask(v, v, _CMP_UNORD_Q);
-  _mm256_mask_storeu_epi16(p, m, _mm256_mask_mov_epi16(h, nan, _mm256_set1_epi16(0x7FFF)));
-}
-inline void store16(BHalf* p, __m512 v, __mmask16 m) {
-  const __m512i u = _mm512_castps_si512(v);
-  const __m512i lsb = _mm512_and_si512(_mm512_srli_epi32(u, 16), _mm512_set1_epi32(1));
-  __m512i r = _mm512_srli_epi32(_mm512_add_epi32(u, _mm512_add_epi32(lsb, _mm512_set1_epi32(0x7FFF))), 16);
-  r = _mm512_mask_mov_epi32(r, _mm512_cmp_ps_mask(v, v, _CMP_UNORD_Q), _mm512_set1_epi32(0x7FFF));
-  _mm256_mask_storeu_epi16(p, m, _mm512_cvtepi32_epi16(r));
-}
-inline __mmask16 lanes(int64_t n) { return n >= 16 ? __mmask16(0xFFFF) : static_cast<__mmask16>((1u << n) - 1); }
-
-// 32 elements as two float vectors, "pair order": fp32 and fp16 elements 0-15 in a and 16-31 in b;
-// bf16 the even elements in a and the odd in b. A bf16 is the top half of a float, so one 512-bit
-// load splits into floats by a shift and an and, and store_pair joins two rounded vectors by an
-// or: no shuffle across lanes either way (vpmovzxwd and vpmovdw were 3 of the 16-bit rows'
+// 2 kLanes elements as two vectors, "pair order": fp32 and fp16 elements 0 to kLanes-1 in a, the
+// rest in b; bf16 the even elements in a and the odd in b. A bf16 is the top half of a float, so
+// one load splits into floats by a shift and an and, and store_pair joins two rounded vectors by
+// an or: no shuffle across lanes either way (vpmovzxwd and vpmovdw were 3 of the 16-bit rows'
 // operations a vector). What meets a pair elementwise (gamma, beta, a bias) is loaded as a pair
 // from its own storage, so it comes in the same order; an fp32 buffer written by store_pair keeps
 // the order of what was stored. Sums over pairs are sums over the elements.
+inline constexpr int64_t kPair = 2 * kLanes;
 struct Pair {
-  __m512 a, b;
+  Vec a, b;
 };
+#if defined(KL_CPU_AVX512)
 inline Pair load_pair(const float* p) { return {_mm512_loadu_ps(p), _mm512_loadu_ps(p + 16)}; }
 inline Pair load_pair(const Half* p) {
   return {_mm512_cvtph_ps(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(p))),
@@ -226,7 +261,7 @@ inline __m512i bf16_rounding_sum(__m512 v) {
   const __m512i u = _mm512_castps_si512(v);
   return _mm512_add_epi32(_mm512_add_epi32(u, _mm512_set1_epi32(0x7FFF)), _mm512_and_si512(_mm512_srli_epi32(u, 16), _mm512_set1_epi32(1)));
 }
-// Stores 32 elements rounded as from_float<T>; `stream`: non-temporal, p 64-byte aligned.
+// Stores a pair rounded as from_float<T>; `stream`: non-temporal, p 64-byte aligned.
 inline void store_pair(float* p, Pair v, bool stream) {
   if (stream) {
     _mm512_stream_ps(p, v.a);
@@ -253,93 +288,98 @@ inline void store_pair(BHalf* p, Pair v, bool stream) {
   if (stream) _mm512_stream_si512(reinterpret_cast<__m512i*>(p), h);
   else _mm512_storeu_si512(p, h);
 }
+#else
+inline Pair load_pair(const float* p) { return {_mm256_loadu_ps(p), _mm256_loadu_ps(p + 8)}; }
+inline Pair load_pair(const Half* p) {
+  return {_mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(p))),
+          _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(p + 8)))};
+}
+inline Pair load_pair(const BHalf* p) {
+  const __m256i raw = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(p));
+  return {_mm256_castsi256_ps(_mm256_slli_epi32(raw, 16)), _mm256_castsi256_ps(_mm256_and_si256(raw, _mm256_set1_epi32(int(0xFFFF0000u))))};
+}
+inline __m256i bf16_rounding_sum(__m256 v) {  // as on AVX-512
+  const __m256i u = _mm256_castps_si256(v);
+  return _mm256_add_epi32(_mm256_add_epi32(u, _mm256_set1_epi32(0x7FFF)), _mm256_and_si256(_mm256_srli_epi32(u, 16), _mm256_set1_epi32(1)));
+}
+inline void store256(void* p, __m256i v, bool stream) {  // stream: p 32-byte aligned
+  if (stream) _mm256_stream_si256(static_cast<__m256i*>(p), v);
+  else _mm256_storeu_si256(static_cast<__m256i*>(p), v);
+}
+inline void store_pair(float* p, Pair v, bool stream) {
+  store256(p, _mm256_castps_si256(v.a), stream);
+  store256(p + 8, _mm256_castps_si256(v.b), stream);
+}
+inline void store_pair(Half* p, Pair v, bool stream) {
+  const auto half8 = [](__m256 x) {  // NaN lanes: their 32-bit all-ones compare packed to 16 bits
+    const __m256 nan = _mm256_cmp_ps(x, x, _CMP_UNORD_Q);
+    const __m128i nan16 = _mm_packs_epi32(_mm_castps_si128(_mm256_castps256_ps128(nan)), _mm_castps_si128(_mm256_extractf128_ps(nan, 1)));
+    return _mm_blendv_epi8(_mm256_cvtps_ph(x, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC), _mm_set1_epi16(0x7FFF), nan16);
+  };
+  store256(p, _mm256_set_m128i(half8(v.b), half8(v.a)), stream);
+}
+inline void store_pair(BHalf* p, Pair v, bool stream) {
+  const __m256i nan_a = _mm256_castps_si256(_mm256_cmp_ps(v.a, v.a, _CMP_UNORD_Q)), nan_b = _mm256_castps_si256(_mm256_cmp_ps(v.b, v.b, _CMP_UNORD_Q));
+  const __m256i even = _mm256_blendv_epi8(_mm256_srli_epi32(bf16_rounding_sum(v.a), 16), _mm256_set1_epi32(0x7FFF), nan_a);
+  const __m256i odd = _mm256_blendv_epi8(_mm256_and_si256(bf16_rounding_sum(v.b), _mm256_set1_epi32(int(0xFFFF0000u))), _mm256_set1_epi32(0x7FFF0000), nan_b);
+  store256(p, _mm256_or_si256(even, odd), stream);
+}
 #endif
 
-// sum of (v[j] - c)^2 over n floats (c = 0: a plain sum of squares), and sum of v, in four
-// independent vector partial sums: one accumulator makes the pass wait on the add's latency
-// (512 dependent adds for an 8192-float row: about 0.6 us a pass on Zen 4, a third of the row's
-// share of memory time).
-inline float sum_sq_dev(const float* v, int64_t n, float c) {
-  int64_t j = 0;
-  float s = 0;
-#if defined(KL_CPU_AVX512)
-  const __m512 cv = _mm512_set1_ps(c);
-  __m512 acc[4] = {_mm512_setzero_ps(), _mm512_setzero_ps(), _mm512_setzero_ps(), _mm512_setzero_ps()};
-  for (; j + 64 <= n; j += 64)
-    for (int k = 0; k < 4; ++k) {
-      const __m512 d = _mm512_sub_ps(_mm512_loadu_ps(v + j + 16 * k), cv);
-      acc[k] = _mm512_fmadd_ps(d, d, acc[k]);
-    }
-  s = _mm512_reduce_add_ps(_mm512_add_ps(_mm512_add_ps(acc[0], acc[1]), _mm512_add_ps(acc[2], acc[3])));
-#elif defined(__AVX2__) && defined(__FMA__)
-  const __m256 cv = _mm256_set1_ps(c);
-  __m256 acc[4] = {_mm256_setzero_ps(), _mm256_setzero_ps(), _mm256_setzero_ps(), _mm256_setzero_ps()};
-  for (; j + 32 <= n; j += 32)
-    for (int k = 0; k < 4; ++k) {
-      const __m256 d = _mm256_sub_ps(_mm256_loadu_ps(v + j + 8 * k), cv);
-      acc[k] = _mm256_fmadd_ps(d, d, acc[k]);
-    }
-  alignas(32) float lanes8[8];
-  _mm256_store_ps(lanes8, _mm256_add_ps(_mm256_add_ps(acc[0], acc[1]), _mm256_add_ps(acc[2], acc[3])));
-  for (float l : lanes8) s += l;
-#endif
-  float tail = 0;
-#pragma omp simd reduction(+ : tail)
-  for (int64_t k = j; k < n; ++k) tail += (v[k] - c) * (v[k] - c);
-  return s + tail;
-}
-inline float sum(const float* v, int64_t n) {
-  int64_t j = 0;
-  float s = 0;
-#if defined(KL_CPU_AVX512)
-  __m512 acc[4] = {_mm512_setzero_ps(), _mm512_setzero_ps(), _mm512_setzero_ps(), _mm512_setzero_ps()};
-  for (; j + 64 <= n; j += 64)
-    for (int k = 0; k < 4; ++k) acc[k] = _mm512_add_ps(acc[k], _mm512_loadu_ps(v + j + 16 * k));
-  s = _mm512_reduce_add_ps(_mm512_add_ps(_mm512_add_ps(acc[0], acc[1]), _mm512_add_ps(acc[2], acc[3])));
-#elif defined(__AVX2__)
-  __m256 acc[4] = {_mm256_setzero_ps(), _mm256_setzero_ps(), _mm256_setzero_ps(), _mm256_setzero_ps()};
-  for (; j + 32 <= n; j += 32)
-    for (int k = 0; k < 4; ++k) acc[k] = _mm256_add_ps(acc[k], _mm256_loadu_ps(v + j + 8 * k));
-  alignas(32) float lanes8[8];
-  _mm256_store_ps(lanes8, _mm256_add_ps(_mm256_add_ps(acc[0], acc[1]), _mm256_add_ps(acc[2], acc[3])));
-  for (float l : lanes8) s += l;
-#endif
-  float tail = 0;
-#pragma omp simd reduction(+ : tail)
-  for (int64_t k = j; k < n; ++k) tail += v[k];
-  return s + tail;
-}
-
-#if defined(KL_CPU_AVX512)
 // sum of (v[j] - c)^2 (sq) or of v[j] (!sq) over n elements of any storage type, read as pairs in
-// four partial sums (a 16-bit row is converted as it is read: one operation a vector, cheaper
-// than the L2 traffic of keeping an fp32 copy of it beside gamma and beta).
+// four partial sums: one accumulator would make the pass wait on the add's latency (512 dependent
+// adds for an 8192-float row: about 0.6 us on Zen 4, a third of the row's share of memory time).
+// A 16-bit row is converted as it is read: one operation a vector, cheaper than the L2 traffic
+// of keeping an fp32 copy of it beside gamma and beta.
 template <bool sq, class S> float pair_sum(const S* v, int64_t n, float c = 0.0f) {
-  const __m512 cv = _mm512_set1_ps(c);
-  __m512 acc[4] = {_mm512_setzero_ps(), _mm512_setzero_ps(), _mm512_setzero_ps(), _mm512_setzero_ps()};
-  const auto add = [&](__m512& to, __m512 x) {
+  const Vec cv = vset(c);
+  Vec acc[4] = {vzero(), vzero(), vzero(), vzero()};
+  const auto add = [&](Vec& to, Vec x) {
     if constexpr (sq) {
-      const __m512 d = _mm512_sub_ps(x, cv);
-      to = _mm512_fmadd_ps(d, d, to);
+      const Vec d = vsub(x, cv);
+      to = vfma(d, d, to);
     } else {
-      to = _mm512_add_ps(to, x);
+      to = vadd(to, x);
     }
   };
   int64_t j = 0;
-  for (; j + 64 <= n; j += 64) {
-    const Pair p = load_pair(v + j), q = load_pair(v + j + 32);
+  for (; j + 2 * kPair <= n; j += 2 * kPair) {
+    const Pair p = load_pair(v + j), q = load_pair(v + j + kPair);
     add(acc[0], p.a), add(acc[1], p.b), add(acc[2], q.a), add(acc[3], q.b);
   }
-  if (j + 32 <= n) {
+  if (j + kPair <= n) {
     const Pair p = load_pair(v + j);
     add(acc[0], p.a), add(acc[1], p.b);
-    j += 32;
+    j += kPair;
   }
-  float s = _mm512_reduce_add_ps(_mm512_add_ps(_mm512_add_ps(acc[0], acc[1]), _mm512_add_ps(acc[2], acc[3])));
+  float s = hsum(vadd(vadd(acc[0], acc[1]), vadd(acc[2], acc[3])));
   for (; j < n; ++j) s += sq ? (to_float(v[j]) - c) * (to_float(v[j]) - c) : to_float(v[j]);
   return s;
 }
 #endif
+
+// sum of (v[j] - c)^2 over n floats (c = 0: a plain sum of squares), and sum of v: pair_sum
+// where the build has vectors, else loops in SIMD lanes of partial sums.
+inline float sum_sq_dev(const float* v, int64_t n, float c) {
+#if defined(KL_CPU_VEC)
+  return pair_sum<true>(v, n, c);
+#else
+  float s = 0;
+#pragma omp simd reduction(+ : s)
+  for (int64_t k = 0; k < n; ++k) s += (v[k] - c) * (v[k] - c);
+  return s;
+#endif
+}
+inline float sum(const float* v, int64_t n) {
+#if defined(KL_CPU_VEC)
+  return pair_sum<false>(v, n);
+#else
+  float s = 0;
+#pragma omp simd reduction(+ : s)
+  for (int64_t k = 0; k < n; ++k) s += v[k];
+  return s;
+#endif
+}
 
 // Asks for the 64-byte line at p in L2 (a row computed on now while the next row's lines arrive).
 inline void prefetch_l2(const void* p) { __builtin_prefetch(p, 0, 2); }
@@ -378,30 +418,31 @@ inline float fast_erf(float x) {
   return std::fabs(x) > 3.9f ? one : r;
 }
 
-#if defined(KL_CPU_AVX512)
-// gelu(t) = t (1/2 + erf(t / sqrt 2) / 2) on 16 lanes by fast_erf's fit, 1/sqrt 2 and the half
+#if defined(KL_CPU_VEC)
+// gelu(t) = t (1/2 + erf(t / sqrt 2) / 2) on a vector by fast_erf's fit, 1/sqrt 2 and the half
 // folded into its coefficients (P_i 2^-(i+1) / sqrt 2 and Q_i 2^-i), the half added in the last
-// FMA: 16 multiply-class operations a vector, not the 19 of 0.5 t (1 + erf16(t / sqrt 2)) (Zen 4
-// issues one 512-bit multiply or FMA a cycle, which bounds bias_gelu). 1 / Q by vrcp14ps (2^-14),
-// refined by a Newton step for fp32 outputs (`refine`); a 16-bit output's rounding is 2^-9 or
-// 2^-11. Past |t| = 3.9 sqrt 2 the factor is 1 or 0 exactly.
+// FMA: 16 multiply-class operations a vector, not the 19 of 0.5 t (1 + erf(t / sqrt 2)) (Zen 4
+// issues one 512-bit multiply or FMA a cycle, which bounds bias_gelu). 1 / Q by the hardware's
+// estimate (2^-kRcpBits), refined by a Newton step where `refine` (the caller's output needs
+// more bits: fp32, or fp16 on AVX2's 12-bit vrcpps). Past |t| = 3.9 sqrt 2 the factor is 1 or 0
+// exactly.
 template <int i> inline constexpr float kGeluP = float(double(kErfP[i]) * 0.70710678118654752 / double(2 << i));
 template <int i> inline constexpr float kGeluQ = float(double(kErfQ[i]) / double(1 << i));
-template <bool refine> inline __m512 gelu16(__m512 t) {
-  const __m512 lim = _mm512_set1_ps(3.9f * 1.41421356f);
-  const __m512 c = _mm512_min_ps(lim, _mm512_max_ps(_mm512_sub_ps(_mm512_setzero_ps(), lim), t));  // a NaN kept
-  const __m512 u = _mm512_mul_ps(c, c);
-  __m512 p = _mm512_set1_ps(kGeluP<5>), q = _mm512_set1_ps(kGeluQ<5>);
-  p = _mm512_fmadd_ps(p, u, _mm512_set1_ps(kGeluP<4>)), q = _mm512_fmadd_ps(q, u, _mm512_set1_ps(kGeluQ<4>));
-  p = _mm512_fmadd_ps(p, u, _mm512_set1_ps(kGeluP<3>)), q = _mm512_fmadd_ps(q, u, _mm512_set1_ps(kGeluQ<3>));
-  p = _mm512_fmadd_ps(p, u, _mm512_set1_ps(kGeluP<2>)), q = _mm512_fmadd_ps(q, u, _mm512_set1_ps(kGeluQ<2>));
-  p = _mm512_fmadd_ps(p, u, _mm512_set1_ps(kGeluP<1>)), q = _mm512_fmadd_ps(q, u, _mm512_set1_ps(kGeluQ<1>));
-  p = _mm512_fmadd_ps(p, u, _mm512_set1_ps(kGeluP<0>)), q = _mm512_fmadd_ps(q, u, _mm512_set1_ps(kGeluQ<0>));
-  __m512 r = _mm512_rcp14_ps(q);
-  if constexpr (refine) r = _mm512_mul_ps(r, _mm512_fnmadd_ps(q, r, _mm512_set1_ps(2.0f)));
-  const __m512 factor = _mm512_fmadd_ps(_mm512_mul_ps(c, p), r, _mm512_set1_ps(0.5f));
-  const __m512 step = _mm512_maskz_mov_ps(_mm512_cmp_ps_mask(t, _mm512_setzero_ps(), _CMP_GT_OQ), _mm512_set1_ps(1.0f));
-  return _mm512_mul_ps(t, _mm512_mask_mov_ps(factor, _mm512_cmp_ps_mask(c, t, _CMP_NEQ_OQ), step));
+template <bool refine> inline Vec vgelu(Vec t) {
+  const Vec lim = vset(3.9f * 1.41421356f);
+  const Vec c = vmin(lim, vmax(vsub(vzero(), lim), t));  // a NaN kept
+  const Vec u = vmul(c, c);
+  Vec p = vset(kGeluP<5>), q = vset(kGeluQ<5>);
+  p = vfma(p, u, vset(kGeluP<4>)), q = vfma(q, u, vset(kGeluQ<4>));
+  p = vfma(p, u, vset(kGeluP<3>)), q = vfma(q, u, vset(kGeluQ<3>));
+  p = vfma(p, u, vset(kGeluP<2>)), q = vfma(q, u, vset(kGeluQ<2>));
+  p = vfma(p, u, vset(kGeluP<1>)), q = vfma(q, u, vset(kGeluQ<1>));
+  p = vfma(p, u, vset(kGeluP<0>)), q = vfma(q, u, vset(kGeluQ<0>));
+  Vec r = vrcp(q);
+  if constexpr (refine) r = vmul(r, vfnma(q, r, vset(2.0f)));
+  const Vec factor = vfma(vmul(c, p), r, vset(0.5f));
+  const Vec step = vselect(vgt(t, vzero()), vset(1.0f), vzero());
+  return vmul(t, vselect(vne(c, t), step, factor));
 }
 #endif
 
@@ -448,12 +489,8 @@ template <class T> void write_row(T* dst, const float* src, int64_t n, float k =
   if constexpr (std::is_same_v<T, float>) {
     stream_row_scaled(dst, src, n, k);
   } else {
-#if defined(KL_CPU_AVX512)
-    for (int64_t j = 0; j < n; j += 16) store16(dst + j, _mm512_mul_ps(_mm512_loadu_ps(src + j), _mm512_set1_ps(k)), lanes(n - j));
-#else
 #pragma omp simd
     for (int64_t j = 0; j < n; ++j) dst[j] = from_float<T>(src[j] * k);
-#endif
   }
 }
 

@@ -1,18 +1,14 @@
 // CPU rungs of bias_gelu.
 //   cpu_unfused: two passes through memory, as two separate kernels would run: t = x + bias
 //                written to a buffer, then read back for y = gelu(t).
-//   cpu_fused:   one pass: the sum never leaves a register, rows spread over cores, erfc vectorised
-//                (on AVX-512 in intrinsics, fp32 rows streamed out).
+//   cpu_fused:   one pass: the sum never leaves a register, rows spread over cores, gelu
+//                vectorised (on AVX2 and AVX-512 in vector code, rows streamed out).
 #include <cmath>
 #include <vector>
 
 #include "ops/bias_gelu/bias_gelu.h"
 #include "ops/cpu_math.h"
 #include "ops/cpu_variant.h"
-
-// GCC 12's AVX-512 headers start vectors from a self-initialised "undefined" value, which
-// -Wmaybe-uninitialized reports once they are inlined here.
-#pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
 
 namespace kl {
 
@@ -37,22 +33,24 @@ template <class T> void unfused(const BiasGeluParams& p, const Args& a) {
   for (int64_t i = 0; i < rows * cols; ++i) y[i] = from_float<T>(gelu(to_float(t[i])));
 }
 
-#if defined(KL_CPU_AVX512)
-// On AVX-512: a row in intrinsics, 32 elements a step in pair order (cpu_math.h; the bias loaded
-// the same way, so it meets its elements), gelu16, each 32 outputs stored as computed, streamed
-// where the row is 64-byte aligned (no write-allocate read of y; the row's last cols % 32
-// elements one at a time). Through an L1 buffer and write_row, as the other ops store, it took
-// 38.3 ms at 16384 x 8192 fp32 on 2 Zen 4 cores; stored as computed 26.8 ms; bf16, converted
-// 16 lanes at a time and not streamed, 37.2 ms. Bound by the erf's arithmetic.
-template <class T> void fused_row_avx512(const T* xr, const T* next, const T* b, T* yr, int64_t cols) {
-  constexpr bool refine = std::is_same_v<T, float>;
+#if defined(KL_CPU_VEC)
+// On AVX2 and AVX-512: a row in vectors, a pair a step (cpu_math.h; the bias loaded the same way,
+// so it meets its elements), vgelu, each pair of outputs stored as computed, streamed where the
+// row is 64-byte aligned (no write-allocate read of y; the row's last cols % kPair elements one
+// at a time). Through an L1 buffer and write_row, as the other ops store, it took 38.3 ms at
+// 16384 x 8192 fp32 on 2 Zen 4 cores; stored as computed 26.8 ms; bf16, converted 16 lanes at a
+// time and not streamed, 37.2 ms. Bound by the erf's arithmetic.
+template <class T> void fused_row_vec(const T* xr, const T* next, const T* b, T* yr, int64_t cols) {
+  constexpr int kMantissa = std::is_same_v<T, float> ? 23 : std::is_same_v<T, cpu::Half> ? 10 : 7;
+  constexpr bool refine = cpu::kRcpBits < kMantissa + 3;  // the estimate within 1/8 of an output ulp
+  constexpr int64_t kLine = 64 / int64_t(sizeof(T));
   const bool stream = reinterpret_cast<uintptr_t>(yr) % 64 == 0;
   int64_t j = 0;
-  for (; j + 32 <= cols; j += 32) {
+  for (; j + cpu::kPair <= cols; j += cpu::kPair) {
     if (next)
-      for (int64_t l = 0; l < 32; l += 64 / int64_t(sizeof(T))) cpu::prefetch_l2(next + j + l);
+      for (int64_t k = (j + kLine - 1) / kLine * kLine; k < j + cpu::kPair; k += kLine) cpu::prefetch_l2(next + k);
     const cpu::Pair x = cpu::load_pair(xr + j), bias = cpu::load_pair(b + j);
-    cpu::store_pair(yr + j, {cpu::gelu16<refine>(_mm512_add_ps(x.a, bias.a)), cpu::gelu16<refine>(_mm512_add_ps(x.b, bias.b))}, stream);
+    cpu::store_pair(yr + j, {cpu::vgelu<refine>(cpu::vadd(x.a, bias.a)), cpu::vgelu<refine>(cpu::vadd(x.b, bias.b))}, stream);
   }
   for (; j < cols; ++j) yr[j] = from_float<T>(fast_gelu(to_float(xr[j]) + to_float(b[j])));
 }
@@ -63,11 +61,11 @@ template <class T> void fused(const BiasGeluParams& p, const Args& a) {
   const T* x = a.in[0].as<T>();
   const T* b = a.in[1].as<T>();
   T* y = a.out[0].as<T>();
-#if defined(KL_CPU_AVX512)
+#if defined(KL_CPU_VEC)
 #pragma omp parallel
   {
 #pragma omp for schedule(static)
-    for (int64_t i = 0; i < rows; ++i) fused_row_avx512(x + i * cols, i + 1 < rows ? x + (i + 1) * cols : nullptr, b, y + i * cols, cols);
+    for (int64_t i = 0; i < rows; ++i) fused_row_vec(x + i * cols, i + 1 < rows ? x + (i + 1) * cols : nullptr, b, y + i * cols, cols);
     cpu::stream_fence();
   }
 #else
@@ -90,8 +88,8 @@ std::vector<Variant> KL_CPU_ISA::bias_gelu_cpu_variants() {
     return static_cast<size_t>(dtype_storage_bytes(p.x, p.n()));
   };
   return {u, cpu_variant("bias_gelu", "cpu_fused",
-                         "one pass: the biased value stays in a register (a third of the traffic saved), rows over all cores, erfc "
-                         "as a vectorised Chebyshev fit", run_fused)};
+                         "one pass: the biased value stays in a register (a third of the traffic saved), rows over all cores, erf "
+                         "as a vectorised rational fit", run_fused)};
 }
 
 }  // namespace kl

@@ -2,8 +2,9 @@
 //   cpu_naive: unfused: the residual sum is written to memory and read back, then each row is
 //              read three times (mean, variance, normalise) on one thread.
 //   cpu_fused: one row at a time held in L1: x (and residual) read from memory once, h and y
-//              written once (fp32 y with streaming stores, no write-allocate read), the passes
-//              over the row vectorised, the next row prefetched into L2 while this row's y is
+//              written once (streaming stores where the build has vectors, and for fp32
+//              everywhere: no write-allocate read), the passes over the row vectorised (16-bit
+//              rows converted as read), the next row prefetched into L2 while this row's y is
 //              written, rows spread over cores.
 #include <cmath>
 #include <vector>
@@ -11,10 +12,6 @@
 #include "ops/cpu_math.h"
 #include "ops/cpu_variant.h"
 #include "ops/norm/norm.h"
-
-// GCC 12's AVX-512 headers start vectors from a self-initialised "undefined" value, which
-// -Wmaybe-uninitialized reports once they are inlined here (cpu::write_row's store16).
-#pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
 
 namespace kl {
 
@@ -56,53 +53,54 @@ template <class T> void naive(const NormParams& p, const Args& a) {
   }
 }
 
-#if defined(KL_CPU_AVX512)
-// One row on AVX-512 in pair order (cpu_math.h), 32 elements a step. The row's passes read x as
-// stored (a 16-bit row converted as read, not copied to fp32: 8192 bf16 are 16 KB of L1, their
+#if defined(KL_CPU_VEC)
+// One row on AVX2 or AVX-512 in pair order (cpu_math.h), a pair a step. The row's passes read x
+// as stored (a 16-bit row converted as read, not copied to fp32: 8192 bf16 are 16 KB of L1, their
 // fp32 copy 32 KB, all of L1 again, and the passes ran on L2 bandwidth), gamma and beta likewise;
 // with a residual, pass 1 writes h and keeps the fp32 sum in buf for the other passes. The last
-// pass stores each 32 outputs as computed, streamed where the row is aligned (16-bit rows too:
-// through write_row they were stored with a write-allocate read), while the next row is asked
-// into L2. A row's last cols % 32 elements go one at a time, in element order, in every pass.
+// pass stores each pair of outputs as computed, streamed where the row is aligned (16-bit rows
+// too: through write_row they were stored with a write-allocate read), while the next row is
+// asked into L2. A row's last cols % kPair elements go one at a time, in element order.
 template <class T> struct RowIo {
   const T *x, *res, *gamma, *beta;  // beta null for rmsnorm
   T *h, *y;
   const T *next_x, *next_res;  // null on the last row
 };
 template <class T, class S> void normalise_row(const S* v, const RowIo<T>& r, int64_t n, float mean, float eps) {
+  using cpu::Vec;
   const float rstd = 1.0f / std::sqrt(cpu::pair_sum<true>(v, n, mean) / static_cast<float>(n) + eps);
-  const __m512 mv = _mm512_set1_ps(mean), rv = _mm512_set1_ps(rstd);
+  const Vec mv = cpu::vset(mean), rv = cpu::vset(rstd);
   const bool stream = reinterpret_cast<uintptr_t>(r.y) % 64 == 0;
-  const auto affine = [&](__m512 x, __m512 g, __m512 b) { return _mm512_fmadd_ps(_mm512_mul_ps(_mm512_sub_ps(x, mv), rv), g, b); };
+  const auto affine = [&](Vec x, Vec g, Vec b) { return cpu::vfma(cpu::vmul(cpu::vsub(x, mv), rv), g, b); };
   cpu::with_next_row_prefetched(r.next_x, n, [&](int64_t j0, int64_t j1) {  // j0 a multiple of 256
     if (r.next_res)
       for (int64_t k = j0; k < j1; k += 64 / int64_t(sizeof(T))) cpu::prefetch_l2(r.next_res + k);
     int64_t j = j0;
-    for (; j + 32 <= j1; j += 32) {
+    for (; j + cpu::kPair <= j1; j += cpu::kPair) {
       const cpu::Pair x = cpu::load_pair(v + j), g = cpu::load_pair(r.gamma + j);
-      const cpu::Pair b = r.beta ? cpu::load_pair(r.beta + j) : cpu::Pair{_mm512_setzero_ps(), _mm512_setzero_ps()};
+      const cpu::Pair b = r.beta ? cpu::load_pair(r.beta + j) : cpu::Pair{cpu::vzero(), cpu::vzero()};
       cpu::store_pair(r.y + j, {affine(x.a, g.a, b.a), affine(x.b, g.b, b.b)}, stream);
     }
     for (; j < j1; ++j)
       r.y[j] = from_float<T>((to_float(v[j]) - mean) * rstd * to_float(r.gamma[j]) + (r.beta ? to_float(r.beta[j]) : 0.0f));
   });
 }
-template <class T> void fused_row_avx512(const RowIo<T>& r, float* buf, int64_t n, const Inputs& s) {
+template <class T> void fused_row_vec(const RowIo<T>& r, float* buf, int64_t n, const Inputs& s) {
   if (!r.res) {
     normalise_row(r.x, r, n, s.layer ? cpu::pair_sum<false>(r.x, n) / static_cast<float>(n) : 0.0f, s.eps);
     return;
   }
-  const int64_t whole = n / 32 * 32;
+  const int64_t whole = n / cpu::kPair * cpu::kPair;
   const bool stream_h = reinterpret_cast<uintptr_t>(r.h) % 64 == 0;
-  __m512 sum_a = _mm512_setzero_ps(), sum_b = _mm512_setzero_ps();
-  for (int64_t j = 0; j < whole; j += 32) {
+  cpu::Vec sum_a = cpu::vzero(), sum_b = cpu::vzero();
+  for (int64_t j = 0; j < whole; j += cpu::kPair) {
     const cpu::Pair x = cpu::load_pair(r.x + j), u = cpu::load_pair(r.res + j);
-    const cpu::Pair t = {_mm512_add_ps(x.a, u.a), _mm512_add_ps(x.b, u.b)};
+    const cpu::Pair t = {cpu::vadd(x.a, u.a), cpu::vadd(x.b, u.b)};
     cpu::store_pair(r.h + j, t, stream_h);
     cpu::store_pair(buf + j, t, false);
-    sum_a = _mm512_add_ps(sum_a, t.a), sum_b = _mm512_add_ps(sum_b, t.b);
+    sum_a = cpu::vadd(sum_a, t.a), sum_b = cpu::vadd(sum_b, t.b);
   }
-  float total = _mm512_reduce_add_ps(_mm512_add_ps(sum_a, sum_b));
+  float total = cpu::hsum(cpu::vadd(sum_a, sum_b));
   for (int64_t j = whole; j < n; ++j) {
     buf[j] = to_float(r.x[j]) + to_float(r.res[j]);
     r.h[j] = from_float<T>(buf[j]);
@@ -121,7 +119,7 @@ template <class T> void fused(const NormParams& p, const Args& a) {
   T* y = a.out[0].as<T>();
   T* h = s.residual ? a.out[1].as<T>() : nullptr;
   const int64_t n = s.cols;
-#if defined(KL_CPU_AVX512)
+#if defined(KL_CPU_VEC)
 #pragma omp parallel
   {
     std::vector<float> buf(static_cast<size_t>(res ? n : 0));
@@ -130,7 +128,7 @@ template <class T> void fused(const NormParams& p, const Args& a) {
       const bool last = i + 1 == s.rows;
       const RowIo<T> r{x + i * n, res ? res + i * n : nullptr, gamma, beta, h ? h + i * n : nullptr, y + i * n,
                        last ? nullptr : x + (i + 1) * n, res && !last ? res + (i + 1) * n : nullptr};
-      fused_row_avx512(r, buf.data(), n, s);
+      fused_row_vec(r, buf.data(), n, s);
     }
     cpu::stream_fence();
   }

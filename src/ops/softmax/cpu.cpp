@@ -2,18 +2,13 @@
 //   cpu_naive: three passes over each row (max, sum of exponentials, normalise), one thread, libm exp.
 //   cpu_fused: rows spread over cores; a row stays in L1 across its passes so x is read from
 //              memory once, exp is a vectorised polynomial (one exp per element), the next row
-//              is prefetched into L2 during this row's exps, and fp32 rows are written with
-//              streaming stores (no write-allocate read of y).
+//              is prefetched into L2 during this row's exps, and y is written with streaming
+//              stores (no write-allocate read; every dtype on AVX2 and AVX-512, fp32 anywhere).
 #include <cmath>
 
 #include "ops/cpu_math.h"
 #include "ops/cpu_variant.h"
 #include "ops/softmax/softmax.h"
-
-// GCC 12's AVX-512 headers start vectors from a self-initialised "undefined" value, which
-// -Wmaybe-uninitialized reports once they are inlined here.
-#pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
-#pragma GCC diagnostic ignored "-Wuninitialized"
 
 namespace kl {
 
@@ -38,30 +33,10 @@ template <class T> void naive(const SoftmaxParams& p, const Args& a) {
   }
 }
 
-// One row of the fused rung from its max pass on: e = exp(scale x - m) and their sum, while the
-// next row's lines are asked into L2, so that its (memory-bound) max pass finds them there and
-// the memory works under this row's exps instead of after them.
+// One row of the fused rung from its max pass on, at the generic level: e = exp(scale x - m) and
+// their sum, while the next row's lines are asked into L2, so that its (memory-bound) max pass
+// finds them there and the memory works under this row's exps instead of after them.
 template <class T> float exp_pass(const T* xr, const T* next, float* e, int64_t valid, float scale, float m) {
-#if defined(__AVX2__) && defined(__FMA__)
-  // On AVX2 in intrinsics (exp2_8 on x scale log2e - m log2e, as the AVX-512 row; a third less
-  // time than the loop below as GCC 12 vectorises it), one prefetch a line of the next row.
-  const float sc2 = scale * cpu::kLog2e, m2 = m * cpu::kLog2e;
-  const __m256 sc = _mm256_set1_ps(sc2), mv = _mm256_set1_ps(m2);
-  __m256 sv = _mm256_setzero_ps();
-  int64_t j = 0;
-  for (; j + 8 <= valid; j += 8) {
-    if (next && (j * int64_t(sizeof(T))) % 64 == 0) cpu::prefetch_l2(next + j);
-    const __m256 v = cpu::exp2_8(_mm256_fmsub_ps(sc, cpu::load8(xr + j), mv));
-    _mm256_storeu_ps(e + j, v);
-    sv = _mm256_add_ps(sv, v);
-  }
-  alignas(32) float lanes[8];
-  _mm256_store_ps(lanes, sv);
-  float s = 0;
-  for (float l : lanes) s += l;
-  for (; j < valid; ++j) s += e[j] = cpu::exp2_scalar(std::fma(sc2, to_float(xr[j]), -m2));
-  return s;
-#else
   float s = 0;
   cpu::with_next_row_prefetched(next, valid, [&](int64_t j0, int64_t j1) {
     float part = 0;
@@ -73,64 +48,65 @@ template <class T> float exp_pass(const T* xr, const T* next, float* e, int64_t 
     s += part;
   });
   return s;
-#endif
 }
 
-#if defined(KL_CPU_AVX512)
-// On AVX-512: the same passes in intrinsics, 32 elements a step in pair order (cpu_math.h: a
-// 16-bit row split into floats by a shift and an and, or vcvtph2ps, as it is read), exp2_16, one
-// prefetch a line, and the normalisation fused into the store, streamed where the row is aligned
-// (16-bit rows too: through write_row they were stored with a write-allocate read). The row's
-// last valid % 32 elements go one at a time, in element order, in each pass.
-template <class T> void fused_row_avx512(const T* xr, const T* next, float* e, T* yr, int64_t valid, int64_t cols, float scale) {
-  const int64_t whole = valid / 32 * 32;
-  const __m512 sc = _mm512_set1_ps(scale);
-  __m512 mv[4];  // four running maxima: one would wait on vmaxps's latency every 16 elements
-  for (__m512& v : mv) v = _mm512_set1_ps(-INFINITY);
+#if defined(KL_CPU_VEC)
+// On AVX2 and AVX-512: the passes in vectors, a pair a step (cpu_math.h: a 16-bit row split into
+// floats as it is read), exp as 2^(x scale log2e - max log2e) by vexp2, one prefetch a line, and
+// the normalisation fused into the store, streamed where the row is aligned (16-bit rows too:
+// through write_row they were stored with a write-allocate read). The row's last valid % kPair
+// elements go one at a time, in element order, in each pass.
+template <class T> void fused_row_vec(const T* xr, const T* next, float* e, T* yr, int64_t valid, int64_t cols, float scale) {
+  using cpu::Vec, cpu::kPair;
+  const int64_t whole = valid / kPair * kPair;
+  const Vec sc = cpu::vset(scale);
+  Vec mv[4];  // four running maxima: one would wait on vmaxps's latency every vector
+  for (Vec& v : mv) v = cpu::vset(-INFINITY);
   int64_t j = 0;
-  for (; j + 64 <= whole; j += 64) {
-    const cpu::Pair p = cpu::load_pair(xr + j), q = cpu::load_pair(xr + j + 32);
-    mv[0] = _mm512_max_ps(mv[0], _mm512_mul_ps(sc, p.a)), mv[1] = _mm512_max_ps(mv[1], _mm512_mul_ps(sc, p.b));
-    mv[2] = _mm512_max_ps(mv[2], _mm512_mul_ps(sc, q.a)), mv[3] = _mm512_max_ps(mv[3], _mm512_mul_ps(sc, q.b));
+  for (; j + 2 * kPair <= whole; j += 2 * kPair) {
+    const cpu::Pair p = cpu::load_pair(xr + j), q = cpu::load_pair(xr + j + kPair);
+    mv[0] = cpu::vmax(mv[0], cpu::vmul(sc, p.a)), mv[1] = cpu::vmax(mv[1], cpu::vmul(sc, p.b));
+    mv[2] = cpu::vmax(mv[2], cpu::vmul(sc, q.a)), mv[3] = cpu::vmax(mv[3], cpu::vmul(sc, q.b));
   }
   if (j < whole) {
     const cpu::Pair p = cpu::load_pair(xr + j);
-    mv[0] = _mm512_max_ps(mv[0], _mm512_mul_ps(sc, p.a)), mv[1] = _mm512_max_ps(mv[1], _mm512_mul_ps(sc, p.b));
+    mv[0] = cpu::vmax(mv[0], cpu::vmul(sc, p.a)), mv[1] = cpu::vmax(mv[1], cpu::vmul(sc, p.b));
   }
-  float mx = _mm512_reduce_max_ps(_mm512_max_ps(_mm512_max_ps(mv[0], mv[1]), _mm512_max_ps(mv[2], mv[3])));
+  float mx = cpu::hmax(cpu::vmax(cpu::vmax(mv[0], mv[1]), cpu::vmax(mv[2], mv[3])));
   for (j = whole; j < valid; ++j) mx = cpu::vmax(mx, scale * to_float(xr[j]));
   // exp(scale x - max) = 2^(x scale log2e - max log2e), the exponent in one FMA. The constant's
   // rounding shifts every exponent of the row alike, which the normalisation divides out.
   const float sc2 = scale * cpu::kLog2e, mx2 = mx * cpu::kLog2e;
-  const __m512 sc2v = _mm512_set1_ps(sc2), mx2v = _mm512_set1_ps(mx2);
-  __m512 sa = _mm512_setzero_ps(), sb = _mm512_setzero_ps();
-  for (j = 0; j < whole; j += 32) {
+  const Vec sc2v = cpu::vset(sc2), mx2v = cpu::vset(mx2);
+  constexpr int64_t kLine = 64 / int64_t(sizeof(T));
+  Vec sa = cpu::vzero(), sb = cpu::vzero();
+  for (j = 0; j < whole; j += kPair) {
     if (next)
-      for (int64_t k = 0; k < 32; k += 64 / int64_t(sizeof(T))) cpu::prefetch_l2(next + j + k);
+      for (int64_t k = (j + kLine - 1) / kLine * kLine; k < j + kPair; k += kLine) cpu::prefetch_l2(next + k);
     const cpu::Pair p = cpu::load_pair(xr + j);
-    const __m512 ea = cpu::exp2_16(_mm512_fmsub_ps(sc2v, p.a, mx2v)), eb = cpu::exp2_16(_mm512_fmsub_ps(sc2v, p.b, mx2v));
+    const Vec ea = cpu::vexp2(cpu::vfms(sc2v, p.a, mx2v)), eb = cpu::vexp2(cpu::vfms(sc2v, p.b, mx2v));
     cpu::store_pair(e + j, {ea, eb}, false);
-    sa = _mm512_add_ps(sa, ea), sb = _mm512_add_ps(sb, eb);
+    sa = cpu::vadd(sa, ea), sb = cpu::vadd(sb, eb);
   }
-  float sum = _mm512_reduce_add_ps(_mm512_add_ps(sa, sb));
+  float sum = cpu::hsum(cpu::vadd(sa, sb));
   for (j = whole; j < valid; ++j) sum += e[j] = cpu::exp2_scalar(std::fma(sc2, to_float(xr[j]), -mx2));
   if (next)
-    for (j = whole; j < cols; j += 64 / int64_t(sizeof(T))) cpu::prefetch_l2(next + j);
+    for (j = whole; j < cols; j += kLine) cpu::prefetch_l2(next + j);
   const float inv = sum > 0 ? 1.0f / sum : 0.0f;  // a row masked whole (causal) is zeros
-  const __m512 iv = _mm512_set1_ps(inv), zero = _mm512_setzero_ps();
+  const Vec iv = cpu::vset(inv), zero = cpu::vzero();
   const bool stream = reinterpret_cast<uintptr_t>(yr) % 64 == 0;
-  for (j = 0; j < whole; j += 32) {
+  for (j = 0; j < whole; j += kPair) {
     const cpu::Pair p = cpu::load_pair(e + j);
-    cpu::store_pair(yr + j, {_mm512_mul_ps(p.a, iv), _mm512_mul_ps(p.b, iv)}, stream);
+    cpu::store_pair(yr + j, {cpu::vmul(p.a, iv), cpu::vmul(p.b, iv)}, stream);
   }
   for (; j < valid; ++j) yr[j] = from_float<T>(e[j] * inv);
-  for (; j < cols && j % 32 != 0; ++j) yr[j] = from_float<T>(0.0f);
-  for (; j + 32 <= cols; j += 32) cpu::store_pair(yr + j, {zero, zero}, stream);
+  for (; j < cols && j % kPair != 0; ++j) yr[j] = from_float<T>(0.0f);
+  for (; j + kPair <= cols; j += kPair) cpu::store_pair(yr + j, {zero, zero}, stream);
   for (; j < cols; ++j) yr[j] = from_float<T>(0.0f);
 }
 #endif
 
-// One row of the fused rung anywhere else: the exp pass's prefetches, the rest as loops the
+// One row of the fused rung at the generic level: the exp pass's prefetches, the rest as loops the
 // compiler vectorises, the normalisation in the store.
 template <class T> void fused_row_generic(const T* xr, const T* next, float* e, T* yr, int64_t valid, int64_t cols, float scale) {
   float m = -INFINITY;
@@ -154,8 +130,8 @@ template <class T> void fused(const SoftmaxParams& p, const Args& a) {
     for (int64_t i = 0; i < rows; ++i) {
       const T* xr = x + i * cols;
       const T* next = i + 1 < rows ? xr + cols : nullptr;
-#if defined(KL_CPU_AVX512)
-      fused_row_avx512(xr, next, e.data(), y + i * cols, p.valid_cols(i), cols, scale);
+#if defined(KL_CPU_VEC)
+      fused_row_vec(xr, next, e.data(), y + i * cols, p.valid_cols(i), cols, scale);
 #else
       fused_row_generic(xr, next, e.data(), y + i * cols, p.valid_cols(i), cols, scale);
 #endif

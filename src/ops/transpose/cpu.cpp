@@ -13,10 +13,6 @@
 #include "ops/cpu_variant.h"
 #include "ops/transpose/transpose.h"
 
-// GCC 12's AVX-512 headers start vectors from a self-initialised "undefined" value, which
-// -Wmaybe-uninitialized reports once they are inlined here.
-#pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
-
 namespace kl {
 
 namespace {
