@@ -993,4 +993,53 @@ TEST(CpuMath, RowSumsMatchFloat64) {
   }
 }
 
+
+// Special values through the vector stores of every level: layernorm with gamma 0 writes y = beta
+// (0 times a finite value, plus beta), so beta's infinities, subnormals, largest values and NaNs
+// (signalling, negative, with payloads) come out through each level's pair stores, on rows of whole
+// pairs and a tail (77 columns). 16-bit NaNs come out as the canonical 0x7FFF, as from_float
+// gives them; fp32 ones as NaNs.
+TEST(CpuMath, VectorStoresKeepSpecialValues) {
+  const Op& op = kl::find_op("layernorm");
+  const Variant& fused = *op.find_variant("cpu_fused");
+  const int64_t rows = 3, cols = 77;
+  for (DType t : {DType::f32, DType::f16, DType::bf16})
+    for (kl::cpu::Isa isa : {kl::cpu::Isa::generic, kl::cpu::Isa::avx2, kl::cpu::Isa::avx512}) {
+      if (isa > kl::cpu::isa_supported()) continue;
+      const CpuIsaScope level(isa);
+      const Problem p = kl::make_problem(op, t, {{"rows", rows}, {"cols", cols}});
+      kl::Prepared prep = kl::prepare(op, p, 11);
+      Tensor& gamma = prep.host_in[1];
+      Tensor& beta = prep.host_in[2];
+      const double tiny = t == DType::f32 ? 1.4e-45 : t == DType::f16 ? 5.96e-8 : 9.2e-41;  // the smallest subnormal
+      const double big = t == DType::f32 ? 3.4028234e38 : t == DType::f16 ? 65504.0 : 3.3895314e38;
+      const std::vector<double> specials = {INFINITY, -INFINITY, tiny, -tiny, big, -big, 1.5, -2.25, NAN};
+      for (int64_t j = 0; j < cols; ++j) {
+        gamma.set(j, 0.0);
+        beta.set(j, specials[static_cast<size_t>(j) % specials.size()]);
+      }
+      if (t != DType::f32)  // NaNs with payloads, signalling and negative ones: each store must make them 0x7FFF
+        for (int64_t j = 0; j < cols; ++j)
+          if (std::isnan(beta.get(j))) static_cast<uint16_t*>(beta.data())[j] = j % 2 ? 0xFE01 : (t == DType::bf16 ? 0x7F81 : 0x7C01);
+      std::vector<Tensor> out;
+      for (const kl::TensorSpec& spec : op.outputs(p)) {
+        out.push_back(Tensor::host(spec.dtype, spec.shape));
+        std::memset(out.back().data(), 0x55, static_cast<size_t>(out.back().numel()) * kl::dtype_bits(t) / 8);
+      }
+      fused.configs.front().run(p, kl::Args{prep.host_in, out});
+      for (int64_t i = 0; i < rows; ++i)
+        for (int64_t j = 0; j < cols; ++j) {
+          const double want = beta.get(j), got = out[0].get(i * cols + j);
+          const std::string at = std::string(kl::dtype_name(t)) + " " + kl::cpu::isa_name(isa) + " column " + std::to_string(j);
+          if (!std::isnan(want)) {
+            EXPECT_EQ(got, want) << at;
+          } else if (t == DType::f32) {
+            EXPECT_TRUE(std::isnan(got)) << at;
+          } else {
+            EXPECT_EQ(static_cast<const uint16_t*>(out[0].data())[i * cols + j], 0x7FFF) << at;
+          }
+        }
+    }
+}
+
 }  // namespace
