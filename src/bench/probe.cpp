@@ -97,8 +97,13 @@ std::string utc_now() {
   return buf;
 }
 
+// Stored ceilings from another version of the probe are measured again: 2 is the FMA loop at each
+// level's own width (version 1's avx2 loop spilled and measured a ninth of the peak).
+constexpr int kProbeVersion = 2;
+
 nlohmann::json host_ceilings_json(const HostCeilings& h) {
-  return {{"cpu", h.cpu},
+  return {{"probe_version", kProbeVersion},
+          {"cpu", h.cpu},
           {"isa_used", h.isa.used},
           {"isa_extensions", h.isa.extensions},
           {"isa_cpu", h.isa.cpu},
@@ -220,7 +225,8 @@ HostCeilings load_or_probe_host(bool quiet) {
       h.measured_at = j.at("measured_at");
       h.path = path;
       // Another level's FMA peak (AVX-512 against SSE2: 4x) is not this one's: measured again then.
-      if (h.cpu == host_cpu_name() && h.isa.used == host_isa().used && h.threads == omp_get_max_threads() && h.triad_bytes_per_s > 0)
+      if (j.value("probe_version", 1) == kProbeVersion && h.cpu == host_cpu_name() && h.isa.used == host_isa().used &&
+          h.threads == omp_get_max_threads() && h.triad_bytes_per_s > 0)
         return h;
     } catch (const std::exception&) {
       // A stale or damaged file: measure again below.
