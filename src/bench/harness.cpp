@@ -14,6 +14,7 @@
 #include "kernelab/launch_log.h"
 #include "kernelab/roofline.h"
 #include "kernelab/rng.h"
+#include "kernelab_commit.h"  // KERNELAB_COMMIT: build/stamp, written at every build
 #include "trace/nvtx.h"
 
 namespace kl {
