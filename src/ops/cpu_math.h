@@ -165,11 +165,9 @@ inline float exp2_scalar(float t) {
 // vectorises). Mask: a lane-wise condition, a mask register or a vector of all-ones lanes.
 #if defined(KL_CPU_AVX512)
 using Vec = __m512;
-using VecI = __m512i;
 using Mask = __mmask16;
 inline constexpr int kLanes = 16, kRcpBits = 14;  // vrcp14ps
 inline Vec vset(float x) { return _mm512_set1_ps(x); }
-inline Vec vload(const float* p) { return _mm512_loadu_ps(p); }
 inline Vec vadd(Vec a, Vec b) { return _mm512_add_ps(a, b); }
 inline Vec vsub(Vec a, Vec b) { return _mm512_sub_ps(a, b); }
 inline Vec vmul(Vec a, Vec b) { return _mm512_mul_ps(a, b); }
@@ -195,11 +193,9 @@ inline Vec vexp2(Vec t) {
 }
 #else
 using Vec = __m256;
-using VecI = __m256i;
 using Mask = __m256;
 inline constexpr int kLanes = 8, kRcpBits = 12;  // vrcpps
 inline Vec vset(float x) { return _mm256_set1_ps(x); }
-inline Vec vload(const float* p) { return _mm256_loadu_ps(p); }
 inline Vec vadd(Vec a, Vec b) { return _mm256_add_ps(a, b); }
 inline Vec vsub(Vec a, Vec b) { return _mm256_sub_ps(a, b); }
 inline Vec vmul(Vec a, Vec b) { return _mm256_mul_ps(a, b); }
