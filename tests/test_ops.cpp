@@ -971,9 +971,9 @@ TEST(CpuMath, Exp2PolynomialKeepsItsStatedError) {
   EXPECT_EQ(kl::cpu::exp2_scalar(-1000.0f), std::ldexp(kl::cpu::exp2_scalar(0.0f), -127));  // clamped, not 0 or a NaN
 }
 
-// The row sums of the norms (four vector partial sums where the build has them) against a float64
-// sum, on lengths around each vector width (tested here at the generic level; the vector paths
-// by the norms' check cases at every level, Registry/AllVariants).
+// The row sums of the generic level's norms against a float64 sum, on lengths around each vector
+// width (the vector levels' pair_sum is checked by the norms' check cases at every level,
+// Registry/AllVariants).
 TEST(CpuMath, RowSumsMatchFloat64) {
   std::mt19937 rng(7);
   std::uniform_real_distribution<float> dist(-2.0f, 3.0f);

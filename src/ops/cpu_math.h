@@ -354,31 +354,30 @@ template <bool sq, class S> float pair_sum(const S* v, int64_t n, float c = 0.0f
 }
 #endif
 
-// sum of (v[j] - c)^2 over n floats (c = 0: a plain sum of squares), and sum of v: pair_sum
-// where the build has vectors, else loops in SIMD lanes of partial sums.
+// sum of (v[j] - c)^2 over n floats (c = 0: a plain sum of squares), and sum of v, in SIMD lanes
+// of partial sums: the generic level's norms (the vector levels use pair_sum).
 inline float sum_sq_dev(const float* v, int64_t n, float c) {
-#if defined(KL_CPU_VEC)
-  return pair_sum<true>(v, n, c);
-#else
   float s = 0;
 #pragma omp simd reduction(+ : s)
   for (int64_t k = 0; k < n; ++k) s += (v[k] - c) * (v[k] - c);
   return s;
-#endif
 }
 inline float sum(const float* v, int64_t n) {
-#if defined(KL_CPU_VEC)
-  return pair_sum<false>(v, n);
-#else
   float s = 0;
 #pragma omp simd reduction(+ : s)
   for (int64_t k = 0; k < n; ++k) s += v[k];
   return s;
-#endif
 }
 
 // Asks for the 64-byte line at p in L2 (a row computed on now while the next row's lines arrive).
 inline void prefetch_l2(const void* p) { __builtin_prefetch(p, 0, 2); }
+// The lines of p that start in [j0, j1) asked into L2 (elements j with j * sizeof(T) a multiple of
+// 64: whole lines when p is line-aligned), skipped when p is null (no next row).
+template <class T> void prefetch_lines(const T* p, int64_t j0, int64_t j1) {
+  constexpr int64_t kLine = 64 / int64_t(sizeof(T));
+  if (p)
+    for (int64_t k = (j0 + kLine - 1) / kLine * kLine; k < j1; k += kLine) prefetch_l2(p + k);
+}
 
 // body(j0, j1) over [0, n) in chunks of 256, the lines of next[j0, j1) asked into L2 before each:
 // a pass over a row in L1 that brings the next row in as it goes, a few lines at a time (a burst
@@ -387,8 +386,7 @@ inline constexpr int64_t kRowChunk = 256;
 template <class T, class Body> void with_next_row_prefetched(const T* next, int64_t n, Body&& body) {
   for (int64_t j0 = 0; j0 < n; j0 += kRowChunk) {
     const int64_t j1 = j0 + kRowChunk < n ? j0 + kRowChunk : n;
-    if (next)
-      for (int64_t k = j0; k < j1; k += 64 / int64_t(sizeof(T))) prefetch_l2(next + k);
+    prefetch_lines(next, j0, j1);
     body(j0, j1);
   }
 }

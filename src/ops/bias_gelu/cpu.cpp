@@ -43,12 +43,10 @@ template <class T> void unfused(const BiasGeluParams& p, const Args& a) {
 template <class T> void fused_row_vec(const T* xr, const T* next, const T* b, T* yr, int64_t cols) {
   constexpr int kMantissa = std::is_same_v<T, float> ? 23 : std::is_same_v<T, cpu::Half> ? 10 : 7;
   constexpr bool refine = cpu::kRcpBits < kMantissa + 3;  // the estimate within 1/8 of an output ulp
-  constexpr int64_t kLine = 64 / int64_t(sizeof(T));
   const bool stream = reinterpret_cast<uintptr_t>(yr) % 64 == 0;
   int64_t j = 0;
   for (; j + cpu::kPair <= cols; j += cpu::kPair) {
-    if (next)
-      for (int64_t k = (j + kLine - 1) / kLine * kLine; k < j + cpu::kPair; k += kLine) cpu::prefetch_l2(next + k);
+    cpu::prefetch_lines(next, j, j + cpu::kPair);
     const cpu::Pair x = cpu::load_pair(xr + j), bias = cpu::load_pair(b + j);
     cpu::store_pair(yr + j, {cpu::vgelu<refine>(cpu::vadd(x.a, bias.a)), cpu::vgelu<refine>(cpu::vadd(x.b, bias.b))}, stream);
   }

@@ -73,8 +73,7 @@ template <class T, class S> void normalise_row(const S* v, const RowIo<T>& r, in
   const bool stream = reinterpret_cast<uintptr_t>(r.y) % 64 == 0;
   const auto affine = [&](Vec x, Vec g, Vec b) { return cpu::vfma(cpu::vmul(cpu::vsub(x, mv), rv), g, b); };
   cpu::with_next_row_prefetched(r.next_x, n, [&](int64_t j0, int64_t j1) {  // j0 a multiple of 256
-    if (r.next_res)
-      for (int64_t k = j0; k < j1; k += 64 / int64_t(sizeof(T))) cpu::prefetch_l2(r.next_res + k);
+    cpu::prefetch_lines(r.next_res, j0, j1);
     int64_t j = j0;
     for (; j + cpu::kPair <= j1; j += cpu::kPair) {
       const cpu::Pair x = cpu::load_pair(v + j), g = cpu::load_pair(r.gamma + j);
@@ -171,8 +170,7 @@ template <class T> void fused(const NormParams& p, const Args& a) {
       // 21-26 ms (a streaming copy of the same bytes: 13-16 ms).
       const int64_t next = i + 1 < s.rows ? (i + 1) * n : -1;
       cpu::with_next_row_prefetched(next < 0 ? nullptr : x + next, n, [&](int64_t j0, int64_t j1) {
-        if (res && next >= 0)
-          for (int64_t k = j0; k < j1; k += 64 / int64_t(sizeof(T))) cpu::prefetch_l2(res + next + k);
+        if (res && next >= 0) cpu::prefetch_lines(res + next, j0, j1);
 #pragma omp simd
         for (int64_t j = j0; j < j1; ++j) out[j - j0] = (v[j] - mean) * rstd * g[j] + b[j];
         cpu::write_row(yr + j0, out.data(), j1 - j0);

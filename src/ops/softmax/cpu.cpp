@@ -78,11 +78,9 @@ template <class T> void fused_row_vec(const T* xr, const T* next, float* e, T* y
   // rounding shifts every exponent of the row alike, which the normalisation divides out.
   const float sc2 = scale * cpu::kLog2e, mx2 = mx * cpu::kLog2e;
   const Vec sc2v = cpu::vset(sc2), mx2v = cpu::vset(mx2);
-  constexpr int64_t kLine = 64 / int64_t(sizeof(T));
   Vec sa = cpu::vzero(), sb = cpu::vzero();
   for (j = 0; j < whole; j += kPair) {
-    if (next)
-      for (int64_t k = (j + kLine - 1) / kLine * kLine; k < j + kPair; k += kLine) cpu::prefetch_l2(next + k);
+    cpu::prefetch_lines(next, j, j + kPair);
     const cpu::Pair p = cpu::load_pair(xr + j);
     const Vec ea = cpu::vexp2(cpu::vfms(sc2v, p.a, mx2v)), eb = cpu::vexp2(cpu::vfms(sc2v, p.b, mx2v));
     cpu::store_pair(e + j, {ea, eb}, false);
@@ -90,8 +88,7 @@ template <class T> void fused_row_vec(const T* xr, const T* next, float* e, T* y
   }
   float sum = cpu::hsum(cpu::vadd(sa, sb));
   for (j = whole; j < valid; ++j) sum += e[j] = cpu::exp2_scalar(std::fma(sc2, to_float(xr[j]), -mx2));
-  if (next)
-    for (j = whole; j < cols; j += kLine) cpu::prefetch_l2(next + j);
+  cpu::prefetch_lines(next, whole, cols);
   const float inv = sum > 0 ? 1.0f / sum : 0.0f;  // a row masked whole (causal) is zeros
   const Vec iv = cpu::vset(inv), zero = cpu::vzero();
   const bool stream = reinterpret_cast<uintptr_t>(yr) % 64 == 0;
