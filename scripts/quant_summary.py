@@ -1,8 +1,8 @@
 #!/usr/bin/env python3
 """The quantized GEMMs' figures (quant-bench.sh's files). W4A16 against the unquantized GEMM (the
 `sweep --against gemm` files): per shape and M, each rung's speedup over gemm's fastest variant in the
-same run, the M where it stops paying, and the target for the fragment-order rung (>= 3.5x at
-M <= 16). W8A8 and FP8 (the bench files): each rung as % of its cuBLASLt peer in the same run
+same run, the M where it stops paying, and the target (>= 3.5x at M <= 16) for the best of the
+fragment-order rung and the decode GEMV at each M. W8A8 and FP8 (the bench files): each rung as % of its cuBLASLt peer in the same run
 (targets 80% int8, 90% fp8). Only measured points."""
 import json
 import pathlib
@@ -11,7 +11,7 @@ import sys
 from bench_points import measured_files
 
 PEER_TARGET = {"gemm_w8a8": ("cublaslt_int8", 80), "gemm_fp8": ("cublaslt_fp8", 90)}
-TARGET_RUNG, TARGET_M, TARGET = "cuda_fragment_lop3", 16, 3.5
+TARGET_RUNGS, TARGET_M, TARGET = ("cuda_fragment_lop3", "cuda_decode_gemv"), 16, 3.5
 
 
 def peers(folder):
@@ -45,14 +45,19 @@ def main(folder):
         print(f"{f.stem}: speedup over gemm's fastest variant at each m")
         for m, p in base.items():
             print(f"  m={m:>5}: gemm {p['variant']} {p['median_s'] * 1e6:.1f} us")
+        best = {}  # m -> (speedup, rung): the best target rung at each m <= TARGET_M
         for c in against["crossovers"]:
             speeds = ", ".join(f"{s['speedup']:.2f}x at m={s['value']}" for s in c["speedups"])
             print(f"  {c['variant']:24s} {speeds}; {c['story']}")
-            if c["variant"] == TARGET_RUNG:
-                small = [s["speedup"] for s in c["speedups"] if int(s["value"]) <= TARGET_M]
-                if small:
-                    verdict = "met" if min(small) >= TARGET else "not met"
-                    print(f"    target >= {TARGET}x at m <= {TARGET_M}: {verdict} (lowest {min(small):.2f}x)")
+            if c["variant"] in TARGET_RUNGS:
+                for s in c["speedups"]:
+                    if int(s["value"]) <= TARGET_M and s["speedup"] > best.get(s["value"], (0, ""))[0]:
+                        best[s["value"]] = (s["speedup"], c["variant"])
+        if best:
+            lowest = min(best.values())
+            verdict = "met" if lowest[0] >= TARGET else "not met"
+            each = ", ".join(f"m={m}: {x:.2f}x {r}" for m, (x, r) in best.items())
+            print(f"    target >= {TARGET}x at m <= {TARGET_M}: {verdict} (best rung at each m: {each})")
     return 0
 
 

@@ -449,13 +449,15 @@ TEST(SimProfile, DecodeReadsTheCacheOnceForTheGroupAndSplitsCostTheirPartials) {
 
 // W4A16 at decode size (m 16, n 64, k 256, one block): what each rung's note says about the weights.
 // v01 writes them back in 16 bits and reads them again; v02 and v03 bring 0.5 byte per weight into
-// shared memory; v03 builds no 16-bit tile (no shared stores) and loads no B fragment by ldmatrix.
+// shared memory; v03 builds no 16-bit tile (no shared stores) and loads no B fragment by ldmatrix;
+// v04 (the decode GEMV) is one kernel whose blocks each copy their scale rows once.
 TEST(SimProfile, W4a16WeightsCrossDramOnceAtHalfAByteAndV03BuildsNoSixteenBitTile) {
   const double rows = 16, n = 64, k = 256;
   const json p = profile("gemm_w4a16 --dtype fp16 --m 16 --n 64 --k 256 --zero gptq");
   const json two = rung(p, "cuda_dequant_then_gemm"), smem = rung(p, "cuda_smem_dequant"), frag = rung(p, "cuda_fragment_lop3");
+  const json gemv = rung(p, "cuda_decode_gemv");
   const double flops = 2 * rows * n * k, a_bytes = 2 * rows * k;
-  for (const json* r : {&two, &smem, &frag}) {
+  for (const json* r : {&two, &smem, &frag, &gemv}) {
     EXPECT_TRUE((*r)["checked"].get<bool>()) << (*r)["variant"] << ": " << (*r)["check_failure"];
     EXPECT_EQ(sum(*r, "sim__tensor_flops.sum"), flops) << (*r)["variant"];
     EXPECT_EQ(sum(*r, "sm__inst_executed_pipe_tensor_op_hmma.sum"), flops / (2 * 16 * 8 * 16)) << (*r)["variant"];
@@ -477,6 +479,16 @@ TEST(SimProfile, W4a16WeightsCrossDramOnceAtHalfAByteAndV03BuildsNoSixteenBitTil
   // ldmatrix.x4 per warp per k16 step: A (both) and B (v02 only); 4 warps, k / 16 steps.
   EXPECT_EQ(sum(smem, "smsp__inst_executed_op_ldsm.sum"), 2 * 4 * k / 16);
   EXPECT_EQ(sum(frag, "smsp__inst_executed_op_ldsm.sum"), 4 * k / 16);
+  // v04, 32 columns a block (its first config, n being a multiple of 32): the 4-bit weights, and
+  // each group's scale (2 bytes) and GPTQ zero code (half a byte) exactly once by cp.async; A's
+  // fragments by ld.global, 16 four-byte loads a k64 chunk (rows g and g + 8, k 2t and 2t + 8, 4
+  // k16 steps) in each of the n / 32 blocks, each load serving both strips; no split sum, no ldmatrix.
+  const double groups = k / 128;
+  EXPECT_EQ(sum(gemv, "sim__ldgsts_bytes.sum"), n * k / 2 + n * groups * 2 + n * groups / 2) << "v04: weights, scales, zeros once";
+  EXPECT_EQ(sum(gemv, kLdReq), (k / 64) * (n / 32) * 16) << "v04: A by ld.global, every block";
+  EXPECT_EQ(gemv["kernels"].size(), 1u) << "v04: no split-K sum";
+  EXPECT_EQ(sum(gemv, "smsp__inst_executed_op_ldsm.sum"), 0);
+  EXPECT_NEAR(gemv["model_dram_over_min"].get<double>(), 1.0, 1e-3);
 }
 
 TEST(SimProfile, BankSweepStrideKIsAGcdKWayConflict) {

@@ -39,15 +39,6 @@ template <class Tl, class T> __device__ __forceinline__ void load_packed(Chunk* 
 // The group of k tile kt: groups are 64 or 128 (the op refuses others), one or two k64 tiles.
 template <class T> __device__ __forceinline__ int group_index(const Operands<T>& o, int kt) { return kt >> (o.group == 128); }
 
-// The 4 bytes around element i of a scale or zero array, as cp.async copies them (4-byte aligned:
-// the arrays' element counts are even, so the word never passes the end), and i's offset in them.
-template <class E> __device__ __forceinline__ const void* word_of(const E* base, int64_t i) {
-  return reinterpret_cast<const void*>(reinterpret_cast<uintptr_t>(base + i) & ~uintptr_t{3});
-}
-template <class E> __device__ __forceinline__ int byte_in_word(const E* base, int64_t i) {
-  return static_cast<int>(reinterpret_cast<uintptr_t>(base + i) & 3);
-}
-
 // Group gi's scale and zero point words for the block's columns; columns past n get zeros.
 template <class Tl, class T> __device__ __forceinline__ void load_groups(uint32_t* words, const Operands<T>& o, int col0, int gi) {
   for_each_chunk<Tl::kBN>([&](int c) {
@@ -61,33 +52,6 @@ template <class Tl, class T> __device__ __forceinline__ void load_groups(uint32_
     if (o.zero == W4Zero::gptq) kl::ptx::cp_async_4(words + Tl::kBN + c, word_of(o.zero_codes, t >> 1));
     if (o.zero == W4Zero::awq) kl::ptx::cp_async_4(words + Tl::kBN + c, word_of(o.zero_floats, t));
   });
-}
-
-// A group's constants as pairs of the dtype: magic + zc (to subtract), s, and -z.
-struct PairGroup {
-  uint32_t sub, scale, neg_zero;
-};
-// Column c's (col's) constants from the stage's words: w = (code - zc) * s - z, zc 8 when symmetric,
-// GPTQ's code q_z (a nibble, stored ^ 8), or 0 with AWQ's float z.
-template <class Tl, class T>
-__device__ __forceinline__ PairGroup pair_group(const uint32_t* words, int c, const Operands<T>& o, int col, int gi) {
-  constexpr bool kBf16 = std::is_same_v<T, __nv_bfloat16>;
-  const int64_t t = static_cast<int64_t>(min(col, o.n - 1)) * o.groups + gi;
-  const uint32_t s = words[c] >> (8 * byte_in_word(o.scales, t)) & 0xffffu;
-  uint32_t zc = 8, z = 0;
-  if (o.zero == W4Zero::gptq) zc = (words[Tl::kBN + c] >> (8 * byte_in_word(o.zero_codes, t >> 1) + 4 * (t & 1)) & 0xfu) ^ 8u;
-  if (o.zero == W4Zero::awq) zc = 0, z = words[Tl::kBN + c] >> (8 * byte_in_word(o.zero_floats, t)) & 0xffffu;
-  return {quant::w4_zero_pair<kBf16>(zc), s | s << 16, (z | z << 16) ^ 0x80008000u};
-}
-
-// Register r of a packed word, dequantized: two weights (code - zc) * s - z of the dtype.
-template <class T> __device__ __forceinline__ uint32_t dequant_register(uint32_t word, int r, const PairGroup& g) {
-  using Pair = std::conditional_t<std::is_same_v<T, __half>, __half2, __nv_bfloat162>;
-  constexpr bool kBf16 = std::is_same_v<T, __nv_bfloat16>;
-  // quant::w4_biased_pair's expression, as the one instruction it is meant to be.
-  const uint32_t biased = kl::ptx::lop3<0xEA>(word >> (4 * r), 0x000f000fu, quant::kW4Magic<kBf16>);
-  const Pair q = __hsub2(bits_as<Pair>(biased), bits_as<Pair>(g.sub));  // exact: small integers
-  return bits_as<uint32_t>(__hfma2(q, bits_as<Pair>(g.scale), bits_as<Pair>(g.neg_zero)));
 }
 
 template <class T, class Tl> __global__ void __launch_bounds__(kThreads) w4a16_fragments(Operands<T> o) {
@@ -111,7 +75,7 @@ template <class T, class Tl> __global__ void __launch_bounds__(kThreads) w4a16_f
         KL_UNROLL
         for (int h = 0; h < 2; ++h) {
           const int c = 16 * (strip0 + j) + 8 * h + lane / 4;
-          groups[j][h] = pair_group<Tl>(group_words(s), c, o, col0 + c, gi);
+          groups[j][h] = pair_group<Tl::kBN>(group_words(s), c, o, col0 + c, gi);
         }
       loaded = gi;
     }

@@ -141,6 +141,47 @@ template <class T> __device__ __forceinline__ Chunk dequant_word(uint32_t word, 
   return c;
 }
 
+// ---- the fragment-order words dequantized in registers (v03, v04) ---------------------------
+// The 4 bytes around element i of a scale or zero array, as cp.async copies them (4-byte aligned:
+// the arrays' element counts are even, so the word never passes the end), and i's offset in them.
+template <class E> __device__ __forceinline__ const void* word_of(const E* base, int64_t i) {
+  return reinterpret_cast<const void*>(reinterpret_cast<uintptr_t>(base + i) & ~uintptr_t{3});
+}
+template <class E> __device__ __forceinline__ int byte_in_word(const E* base, int64_t i) {
+  return static_cast<int>(reinterpret_cast<uintptr_t>(base + i) & 3);
+}
+
+// A group's constants as pairs of the dtype: magic + zc (to subtract), s, and -z.
+struct PairGroup {
+  uint32_t sub, scale, neg_zero;
+};
+// w = (code - zc) * s - z from the bits of s and z (16 bits each) and the integer zc: zc 8 when
+// symmetric, GPTQ's code q_z, or 0 with AWQ's float z.
+template <class T> __device__ __forceinline__ PairGroup pair_group_of(uint32_t s, uint32_t zc, uint32_t z) {
+  return {quant::w4_zero_pair<std::is_same_v<T, __nv_bfloat16>>(zc), s | s << 16, (z | z << 16) ^ 0x80008000u};
+}
+// Column c's (col's) constants from a stage's words (kColumns scale words, then kColumns zero
+// words; GPTQ's q_z is a nibble stored ^ 8).
+template <int kColumns, class T>
+__device__ __forceinline__ PairGroup pair_group(const uint32_t* words, int c, const Operands<T>& o, int col, int gi) {
+  const int64_t t = static_cast<int64_t>(min(col, o.n - 1)) * o.groups + gi;
+  const uint32_t s = words[c] >> (8 * byte_in_word(o.scales, t)) & 0xffffu;
+  uint32_t zc = 8, z = 0;
+  if (o.zero == W4Zero::gptq) zc = (words[kColumns + c] >> (8 * byte_in_word(o.zero_codes, t >> 1) + 4 * (t & 1)) & 0xfu) ^ 8u;
+  if (o.zero == W4Zero::awq) zc = 0, z = words[kColumns + c] >> (8 * byte_in_word(o.zero_floats, t)) & 0xffffu;
+  return pair_group_of<T>(s, zc, z);
+}
+
+// Register r of a packed word, dequantized: two weights (code - zc) * s - z of the dtype.
+template <class T> __device__ __forceinline__ uint32_t dequant_register(uint32_t word, int r, const PairGroup& g) {
+  using Pair = std::conditional_t<std::is_same_v<T, __half>, __half2, __nv_bfloat162>;
+  constexpr bool kBf16 = std::is_same_v<T, __nv_bfloat16>;
+  // quant::w4_biased_pair's expression, as the one instruction it is meant to be.
+  const uint32_t biased = kl::ptx::lop3<0xEA>(word >> (4 * r), 0x000f000fu, quant::kW4Magic<kBf16>);
+  const Pair q = __hsub2(bits_as<Pair>(biased), bits_as<Pair>(g.sub));  // exact: small integers
+  return bits_as<uint32_t>(__hfma2(q, bits_as<Pair>(g.scale), bits_as<Pair>(g.neg_zero)));
+}
+
 // ---- tiles in shared memory -------------------------------------------------------------------
 // A 16-bit k64 tile row is 128 bytes: chunk c of row r at c ^ (r & 7), so the 8 rows of an
 // ldmatrix phase, and the 8 chunks of a store phase, fall in 8 different 16-byte bank groups.
@@ -227,16 +268,27 @@ __device__ __forceinline__ void warp_step_16bit(Acc<Tl>& acc, const Chunk* a_til
 // kt's cp.asyncs, compute(stage, kt) uses it; tile kt + Stages - 1 is in flight while tile kt is
 // computed. One commit group per tile, empty ones included, so "all but the newest Stages - 2
 // groups landed" always means "tile kt landed".
-template <int Stages = kStages, class Load, class Compute>
-__device__ __forceinline__ void pipeline(int t0, int t1, const Load& load, const Compute& compute) {
+// `barrier` is the block's (__syncthreads) where the block shares the stages, a warp's
+// (__syncwarp) where each warp has its own ring (v04); `started` runs once the first Stages - 1
+// tiles are in flight.
+struct BlockBarrier {
+  __device__ __forceinline__ void operator()() const { __syncthreads(); }
+};
+struct Nothing {
+  __device__ __forceinline__ void operator()() const {}
+};
+template <int Stages = kStages, class Load, class Compute, class Barrier = BlockBarrier, class Started = Nothing>
+__device__ __forceinline__ void pipeline(int t0, int t1, const Load& load, const Compute& compute, const Barrier& barrier = {},
+                                         const Started& started = {}) {
   KL_UNROLL
   for (int s = 0; s < Stages - 1; ++s) {
     if (t0 + s < t1) load(s, t0 + s);
     kl::ptx::cp_async_commit();
   }
+  started();
   for (int kt = t0; kt < t1; ++kt) {
     kl::ptx::cp_async_wait<Stages - 2>();
-    __syncthreads();  // tile kt is in for every thread, and the stage computed before it is free
+    barrier();  // tile kt is in for every thread, and the stage computed before it is free
     const int next = kt + Stages - 1;
     if (next < t1) load((next - t0) % Stages, next);
     kl::ptx::cp_async_commit();
