@@ -4,6 +4,10 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <bit>
+#include <cfloat>
+#include <cmath>
+#include <cstdint>
 #include <functional>
 #include <map>
 #include <set>
@@ -11,7 +15,12 @@
 namespace kl::jit {
 namespace {
 
+// A number as the kernel's fp32 constant. One that rounds to an infinity or below float's normal
+// range is written by its bits: NVRTC refuses a literal out of float's range (-1e39f), which the
+// kernel would round to -inf anyway.
 std::string literal(double v) {
+  const float f = static_cast<float>(v);
+  if (std::isinf(f) || (f != 0 && std::fabs(f) < FLT_MIN)) return fmt::format("__int_as_float({:#010x})", std::bit_cast<uint32_t>(f));
   std::string s = fmt::format("{:.9g}", v);
   if (s.find_first_of(".en") == std::string::npos) s += ".0";
   return s + "f";
@@ -182,6 +191,20 @@ __device__ float block_max(float v) {
   for (int o = 16; o > 0; o >>= 1) v = fmaxf(v, __shfl_xor_sync(0xffffffffu, v, o));
   return v;
 }
+// The online softmax's step: m the running max, s the running sum of exp(x - m), rescaled when
+// the max grows; one exp per element. A -inf x adds nothing (not exp(-inf - -inf), a NaN).
+__device__ __forceinline__ void kl_online(float x, float& m, float& s) {
+  if (x > m) {
+    s = s * expf(m - x) + 1.0f;
+    m = x;
+  } else if (x != __int_as_float(0xff800000)) {
+    s += expf(x - m);
+  }
+}
+// A thread's running sum rescaled to the row's max (0 from a thread that saw no finite value).
+__device__ __forceinline__ float kl_rescaled(float s, float m, float row_max) {
+  return m == __int_as_float(0xff800000) ? 0.0f : s * expf(m - row_max);
+}
 
 )";
   return s;
@@ -211,19 +234,32 @@ std::set<int> needed(const Program& p, const std::vector<int>& targets) {
   return seen;
 }
 
+// What pass `pass` of the fused kernel evaluates per column: the arguments of its reductions (a
+// folded online sum has none of its own: it is taken from its max's argument), or in the last
+// pass the outputs.
+std::vector<int> pass_targets(const Program& p, int pass) {
+  std::vector<int> t;
+  for (std::size_t id = 0; id < p.nodes.size(); ++id)
+    if (pass <= p.levels && is_reduction(p.nodes[id].op) && p.nodes[id].level == pass && p.nodes[id].online_max < 0)
+      t.push_back(p.nodes[id].args[0]);
+  if (pass == p.levels + 1)
+    for (const Tensor& o : p.outputs)
+      if (o.kind != Kind::row) t.push_back(o.node);
+  return t;
+}
+
+// The online sum folded into reduction `max_id` (a rowmax) in its pass, or -1.
+int online_sum_of(const Program& p, int max_id) {
+  for (std::size_t id = 0; id < p.nodes.size(); ++id)
+    if (p.nodes[id].online_max == max_id) return int(id);
+  return -1;
+}
+
 std::string fused_kernel(const Program& p) {
   std::string s;
   std::map<int, std::set<int>> passes_of_input;
   const int passes = p.levels + 1;
-  auto targets_of = [&](int pass) {
-    std::vector<int> t;
-    for (std::size_t id = 0; id < p.nodes.size(); ++id)
-      if (pass <= p.levels && is_reduction(p.nodes[id].op) && p.nodes[id].level == pass) t.push_back(p.nodes[id].args[0]);
-    if (pass == passes)
-      for (const Tensor& o : p.outputs)
-        if (o.kind != Kind::row) t.push_back(o.node);
-    return t;
-  };
+  auto targets_of = [&](int pass) { return pass_targets(p, pass); };
   for (int pass = 1; pass <= passes; ++pass)
     for (int id : needed(p, targets_of(pass)))
       if (p.nodes[size_t(id)].op == OpCode::input && p.nodes[size_t(id)].kind == Kind::full) passes_of_input[p.nodes[size_t(id)].input].insert(pass);
@@ -264,7 +300,9 @@ std::string fused_kernel(const Program& p) {
       if (pass <= p.levels && is_reduction(p.nodes[id].op) && p.nodes[id].level == pass) reds.push_back(int(id));
     s += pass <= p.levels ? fmt::format("\n  // pass {}: the reductions of level {}\n", pass, pass) : "\n  // last pass: the outputs\n";
     declare_row_values(need, "  ");
-    for (int id : reds) s += fmt::format("  float acc{} = {};  // {}\n", id, reduction_init(p.nodes[size_t(id)].op), statement_comment(p, id));
+    for (int id : reds)
+      s += fmt::format("  float acc{} = {};  // {}{}\n", id, reduction_init(p.nodes[size_t(id)].op), statement_comment(p, id),
+                       p.nodes[size_t(id)].online_max < 0 ? "" : ", online: beside " + var(p, p.nodes[size_t(id)].online_max));
     // The column loop twice: 16-byte loads and stores of V columns per thread and step where every
     // row starts 16-byte aligned (`vec`), else one column at a time.
     auto column_loop = [&](bool vectorized) {
@@ -318,7 +356,13 @@ std::string fused_kernel(const Program& p) {
         if (is_leaf(n.op) || is_reduction(n.op) || n.kind == Kind::row || n.kind == Kind::scalar) continue;
         s += fmt::format("{}const {} {} = {};\n", ind, n.boolean ? "bool" : "float", var(p, id), definition(p, id, ref));
       }
-      for (int id : reds) s += ind + reduction_step(p.nodes[size_t(id)].op, "acc" + std::to_string(id), ref(p.nodes[size_t(id)].args[0])) + "\n";
+      for (int id : reds) {
+        const Node& n = p.nodes[size_t(id)];
+        const std::string x = ref(n.args[0]), acc = "acc" + std::to_string(id);
+        if (n.online_max >= 0) continue;  // with its max
+        if (const int sum = online_sum_of(p, id); sum >= 0) s += fmt::format("{}kl_online({}, {}, acc{});\n", ind, x, acc, sum);
+        else s += ind + reduction_step(n.op, acc, x) + "\n";
+      }
       if (pass == passes)
         for (std::size_t i = 0; i < p.outputs.size(); ++i) {
           const Tensor& o = p.outputs[i];
@@ -343,7 +387,13 @@ std::string fused_kernel(const Program& p) {
     s += "  } else {\n";
     column_loop(false);
     s += "  }\n";
-    for (int id : reds) s += fmt::format("  const float {} = {};\n", var(p, id), reduction_result(p.nodes[size_t(id)].op, "acc" + std::to_string(id)));
+    for (int id : reds) {
+      const Node& n = p.nodes[size_t(id)];
+      const std::string result = n.online_max < 0 ? reduction_result(n.op, "acc" + std::to_string(id))
+                                                  // each thread's sum rescaled to the row's max (the max's result, declared just above)
+                                                  : fmt::format("block_sum(kl_rescaled(acc{}, acc{}, {}))", id, n.online_max, var(p, n.online_max));
+      s += fmt::format("  const float {} = {};\n", var(p, id), result);
+    }
   }
   bool row_outputs = false;
   for (const Tensor& o : p.outputs) row_outputs |= o.kind == Kind::row;
@@ -499,13 +549,7 @@ int64_t fused_stage_floats(const Program& p) {
   // As fused_kernel decides: a full input needed by more than one pass.
   std::map<int, std::set<int>> passes_of_input;
   for (int pass = 1; pass <= p.levels + 1; ++pass) {
-    std::vector<int> t;
-    for (std::size_t id = 0; id < p.nodes.size(); ++id)
-      if (pass <= p.levels && is_reduction(p.nodes[id].op) && p.nodes[id].level == pass) t.push_back(p.nodes[id].args[0]);
-    if (pass == p.levels + 1)
-      for (const Tensor& o : p.outputs)
-        if (o.kind != Kind::row) t.push_back(o.node);
-    for (int id : needed(p, t))
+    for (int id : needed(p, pass_targets(p, pass)))
       if (p.nodes[size_t(id)].op == OpCode::input && p.nodes[size_t(id)].kind == Kind::full) passes_of_input[p.nodes[size_t(id)].input].insert(pass);
   }
   int64_t n = 0;

@@ -4,7 +4,8 @@
 //   the tensors' dtype as an eager framework does; elementwise steps are grid-stride loops,
 //   reductions one block per row.
 // - Fused: one kernel, one block per row. The row is walked in a loop over columns once per
-//   reduction level (softmax: max, then sum, then the outputs), intermediates in fp32
+//   reduction level (softmax: the max and the sum in one online pass, then the outputs; see
+//   fold_online_softmax in expr.cpp), intermediates in fp32
 //   registers, block reductions by warp shuffles and shared memory. An input a later pass
 //   needs again is kept in shared memory (fp32) by the pass that first reads it, so each input
 //   is read once from global memory when the row fits (`staged`, up to 48 KiB per block; else

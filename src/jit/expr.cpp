@@ -86,6 +86,30 @@ Kind join(Kind a, Kind b) {
   return Kind::full;  // row with col, or anything with full
 }
 
+
+// rowsum(exp(a - m)) with m = rowmax(a), softmax's denominator: taken in m's own pass as an online
+// softmax (a running max, the running sum rescaled by exp(old - new) when the max grows), one pass
+// over the row fewer. The levels are then counted again, each folded sum at its max's level.
+void fold_online_softmax(Program& p) {
+  for (Node& n : p.nodes) {
+    if (n.op != OpCode::rowsum) continue;
+    const Node& e = p.nodes[size_t(n.args[0])];
+    if (e.op != OpCode::exp) continue;
+    const Node& d = p.nodes[size_t(e.args[0])];
+    if (d.op != OpCode::sub) continue;
+    const Node& m = p.nodes[size_t(d.args[1])];
+    if (m.op == OpCode::rowmax && m.args[0] == d.args[0]) n.online_max = d.args[1];
+  }
+  for (Node& n : p.nodes) {
+    if (n.online_max >= 0) {
+      n.level = p.nodes[size_t(n.online_max)].level;
+      continue;
+    }
+    n.level = 0;
+    for (int a : n.args) n.level = std::max(n.level, p.nodes[size_t(a)].level + (is_reduction(n.op) ? 1 : 0));
+  }
+}
+
 class Parser {
  public:
   Parser(const std::string& text, const std::set<std::string>& vectors) : text_(text), vectors_(vectors), toks_(tokenize(text)) {
@@ -132,6 +156,7 @@ class Parser {
       p_.outputs.push_back({name, n.kind, env_[name]});
     }
     if (p_.outputs.empty()) fail(text_, 1, "no outputs: every assigned name is used later (an output is a name assigned and never used)");
+    fold_online_softmax(p_);
     for (const Node& n : p_.nodes) p_.levels = std::max(p_.levels, n.level);
     return std::move(p_);
   }

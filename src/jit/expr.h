@@ -48,6 +48,7 @@ struct Node {
   Kind kind = Kind::scalar;
   bool boolean = false;   // a comparison
   int level = 0;          // reductions on the longest path to an input: a reduction of level L is pass L of the fused kernel
+  int online_max = -1;    // rowsum(exp(a - m)) with m = rowmax(a): m's id; the sum is taken in m's pass (online softmax)
   std::string name;       // the statement's name when this node is a statement's value (for readable code)
   int pos = 0;            // column in the expression where it was written (for messages)
 };
