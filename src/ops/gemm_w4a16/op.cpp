@@ -104,13 +104,13 @@ std::vector<TensorSpec> inputs(const Problem& p) {
 // next two split k across blocks on a GPU of any size (the CUDA rungs' k tile is 64): 22 tiles in
 // splits of 5, the second starting inside a group of 128; 11 tiles in 6 + 5. Then decode shapes
 // for the GEMV rung: 9-16 rows (its 16-row path) with n a multiple of 32 but not 64 (its 32-column
-// blocks) and n 48 (16-column), 5 k tiles for 16 warps and 18; and k 8192, 8 k tiles for each of
-// its 16 warps, past a 6-stage ring.
+// blocks) and n 48 (16-column), 5 k tiles for 16 warps and 18; k 8192, 8 k tiles for each of its
+// 16 warps, past the 6- and 3-stage rings; and n 8448 at m 16, 64-column blocks for 132 SMs.
 std::vector<Problem> check_cases(const Op& op) {
   const std::vector<std::array<int64_t, 4>> shapes = {{1, 16, 64, 64},    {7, 48, 192, 64},    {33, 272, 128, 128},
                                                       {127, 272, 64, 64}, {130, 48, 384, 128}, {1000, 32, 256, 128},
                                                       {5, 64, 1408, 128}, {40, 128, 704, 64},  {13, 96, 320, 64},
-                                                      {16, 48, 1152, 128}, {3, 32, 8192, 128}};
+                                                      {16, 48, 1152, 128}, {3, 64, 8192, 128}, {16, 8448, 64, 64}};
   std::vector<Problem> out;
   for (DType t : {DType::f16, DType::bf16})
     for (const char* zero : {"none", "gptq", "awq"})

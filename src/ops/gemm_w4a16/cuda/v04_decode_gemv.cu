@@ -1,18 +1,19 @@
 // gemm_w4a16 v04: decode (m <= 16) as a GEMV over the fragment-order words, with no split-K kernel.
 // At m = 1 an H200 ran v03 at 1.06 TB/s with 0.93 eligible warps per scheduler, and its split sum
 // cost 2.4 us more: v03's blocks share one k range per 64 columns, so filling the GPU meant
-// splitting k across blocks and summing fp32 partials in a second kernel. Here a block owns 32
-// columns (16 where n is not a multiple of 32) over all of k, and its 16 warps split k among
+// splitting k across blocks and summing fp32 partials in a second kernel. Here a block owns 16,
+// 32 or 64 columns (1, 2 or 4 n16 strips) over all of k, and its 16 warps split k among
 // themselves: contiguous runs of k64 chunks, each warp streaming its chunks' packed words through a
-// private 6-stage cp.async ring (cp.async.wait_group and __syncwarp: no block barrier in the loop),
-// and the 16 partial sums meet once in shared memory at the end. At n = k = 4096, 128 blocks of 16
-// warps, each warp's 4 chunks (4 KiB of weights) all in flight at once.
+// private cp.async ring (cp.async.wait_group and __syncwarp: no block barrier in the loop), and
+// the 16 partial sums meet once in shared memory at the end. At n = k = 4096, 128 blocks of 32
+// columns, each warp's 4 chunks (4 KiB of weights) all in flight at once.
 // The block's scales and zero points are contiguous rows of their [n, groups] arrays: one
 // cooperative copy at the start, so each crosses L2 once, not once per chunk and column.
-// A's fragments come by ld.global.nc from L1/L2, each serving both strips; every block reads all
-// of A (m k 2 bytes), which passes the weights' bytes (16 k per block) at m > 8: the shape where
-// this rung turns slower than v03, whose 64-column blocks read A a quarter as often.
+// A's fragments come by ld.global.nc from L1/L2, each serving all the block's strips. Every block
+// reads all of A (m k 2 bytes), which passes a 32-column block's weights (16 k bytes) at m > 8:
+// the first config then takes 64-column blocks where n still gives every SM one (n >= 64 x SMs).
 // Dequantization as v03 (LOP3, HSUB2, HFMA2 per register of two weights).
+#include <algorithm>
 #include <string>
 
 #include "ops/gemm_w4a16/cuda/w4a16_tile.cuh"
@@ -24,20 +25,26 @@ using namespace w4a16;
 
 constexpr int kDecodeWarps = 16, kDecodeThreads = 32 * kDecodeWarps;
 constexpr int kChunkSteps = kBK / 16;  // k16 steps per chunk
-constexpr int kRingStages = 6;
-// One warp's ring: per stage, a strip's packed words for a chunk's 4 k16 steps (32 words each).
+// One warp's ring: per stage, each strip's packed words for a chunk's 4 k16 steps (32 words
+// each); 6 stages, 3 with 4 strips (2 KiB a stage: 2 of them in flight is still 64 KiB an SM).
+template <int Strips> constexpr int kRingStages = Strips == 4 ? 3 : 6;
 constexpr int kStripChunks = kChunkSteps * 32 / 4;
-template <int Strips> constexpr int kRingBytes = kDecodeWarps * kRingStages * Strips * kStripChunks * static_cast<int>(sizeof(Chunk));
+template <int Strips>
+constexpr int kRingBytes = kDecodeWarps * kRingStages<Strips> * Strips * kStripChunks * static_cast<int>(sizeof(Chunk));
 // The block's scales and zero points live in shared memory beside the rings: at most this many
-// bytes each (16 x groups elements a strip), which bounds k at 32768 with groups of 64.
+// bytes each (16 x groups elements a strip), which bounds k at 65536 / strips with groups of 64.
 constexpr int kMostGroupBytes = 32 * 1024;
-constexpr int kMostSmem = kRingBytes<2> + 2 * kMostGroupBytes;
+constexpr int kMostSmem = std::max(kRingBytes<2>, kRingBytes<4>) + 2 * kMostGroupBytes;  // 160 KiB: under an A100's 163
 
 // Bytes of the block's scales (16 Strips columns x groups in the dtype) and zero points, 16-byte rounded.
 __host__ __device__ constexpr int round16(int bytes) { return (bytes + 15) / 16 * 16; }
 __host__ __device__ constexpr int scale_bytes(int strips, int groups) { return round16(32 * strips * groups); }
 __host__ __device__ constexpr int zero_bytes(int strips, W4Zero zero, int groups) {
   return zero == W4Zero::gptq ? round16(8 * strips * groups) : zero == W4Zero::awq ? round16(32 * strips * groups) : 0;
+}
+// Whether a block of `strips` strips holds its scales and zero points.
+bool groups_fit(int strips, const W4A16Params& p) {
+  return std::max(scale_bytes(strips, int(p.groups())), zero_bytes(strips, p.zero, int(p.groups()))) <= kMostGroupBytes;
 }
 template <int Strips> int smem_bytes(const W4A16Params& p) {
   return kRingBytes<Strips> + scale_bytes(Strips, int(p.groups())) + zero_bytes(Strips, p.zero, int(p.groups()));
@@ -82,7 +89,7 @@ template <class T, int Rows, int Strips> __global__ void __launch_bounds__(kDeco
   const int warp = threadIdx.x / 32, lane = threadIdx.x % 32, g = lane / 4, t = lane % 4;
   // The warp's chunks: a contiguous eighth of k, so that consecutive chunks share their group.
   const int chunks = o.k / kBK, first = warp * chunks / kDecodeWarps, mine = (warp + 1) * chunks / kDecodeWarps - first;
-  Chunk* ring = smem + warp * kRingStages * Strips * kStripChunks;
+  Chunk* ring = smem + warp * kRingStages<Strips> * Strips * kStripChunks;
   unsigned char* groups = reinterpret_cast<unsigned char*>(smem) + kRingBytes<Strips>;
   // Lane l copies k16 step l / 8's words of lanes 4 (l % 8) .. + 3 of each strip: 512 contiguous
   // bytes per strip and chunk. The source moves on by a chunk per load.
@@ -134,16 +141,17 @@ template <class T, int Rows, int Strips> __global__ void __launch_bounds__(kDeco
   kl::ptx::cp_async_commit();
   // Once the ring's first chunks are in flight: this thread's share of the scales landed, then everyone's.
   const auto scales_in = [] {
-    kl::ptx::cp_async_wait<kRingStages - 1>();
+    kl::ptx::cp_async_wait<kRingStages<Strips> - 1>();
     __syncthreads();
   };
-  pipeline<kRingStages>(0, mine, load, compute, WarpBarrier{}, scales_in);
+  pipeline<kRingStages<Strips>>(0, mine, load, compute, WarpBarrier{}, scales_in);
 
   // The warps' partial sums, [warp][slot][lane] over the rings (every warp is past its ring), then
   // each element's sum over the warps: slot 8j + 4h + c of lane (g, t) is strip j's row g + 8 (c / 2),
   // column 8h + 2t + c % 2. With 8 rows, the slots of rows 8-15 (c >= 2) are skipped.
   __syncthreads();
   constexpr int kSlots = 8 * Strips;
+  static_assert(kDecodeWarps * kSlots * 32 * sizeof(float) <= kRingBytes<Strips>, "the partial sums fit over the rings");
   const auto kept = [](int slot) { return Rows == 16 || slot % 4 < 2; };
   float* part = reinterpret_cast<float*>(smem);
   KL_UNROLL
@@ -173,13 +181,19 @@ template <int Strips> void launch_strips(const W4A16Params& p, const Args& a) {
     else launch_rows<decltype(e), 16, Strips>(p, a);
   });
 }
-// 32 columns a block where n allows: each A fragment serves two strips, and A crosses L2 half as often.
-void launch_widest(const W4A16Params& p, const Args& a) { p.n % 32 == 0 ? launch_strips<2>(p, a) : launch_strips<1>(p, a); }
+// The widest block n and the scales allow. Every block reads all of A (m k 2 bytes) from L2: at m > 8
+// that passes a 32-column block's weights (16 k bytes), so 64 columns where n still gives every SM
+// a block; else 32, each A fragment serving two strips.
+void launch_widest(const W4A16Params& p, const Args& a) {
+  if (p.m > 8 && p.n % 64 == 0 && p.n / 64 >= sm_count() && groups_fit(4, p)) launch_strips<4>(p, a);
+  else if (p.n % 32 == 0 && groups_fit(2, p)) launch_strips<2>(p, a);
+  else launch_strips<1>(p, a);
+}
 
 Reason supports(const W4A16Params& p) {
   if (p.m > 16) return "a decode GEMV: m <= 16 (one m16 tile of tokens); cuda_fragment_lop3 takes larger m";
-  if (zero_bytes(2, p.zero, int(p.groups())) > kMostGroupBytes || scale_bytes(2, int(p.groups())) > kMostGroupBytes)
-    return "k / group = " + std::to_string(p.groups()) + " groups: a block's scales and zero points (64 bytes a group each, at most) must fit in " +
+  if (!groups_fit(1, p))
+    return "k / group = " + std::to_string(p.groups()) + " groups: a block's scales and zero points (32 bytes a group each, at least) must fit in " +
            std::to_string(kMostGroupBytes / 1024) + " KiB of shared memory each";
   return fits_int(p);
 }
@@ -192,9 +206,11 @@ template <int Strips> KernelGroup kernels_of(auto rows) {
 template <int Strips> std::vector<KernelGroup> kernels() {
   return {kernels_of<Strips>(std::integral_constant<int, 8>{}), kernels_of<Strips>(std::integral_constant<int, 16>{})};
 }
-std::vector<KernelGroup> both(std::vector<KernelGroup> a, const std::vector<KernelGroup>& b) {
-  a.insert(a.end(), b.begin(), b.end());
-  return a;
+std::vector<KernelGroup> widest_kernels() {
+  std::vector<KernelGroup> k = kernels<2>();
+  for (const KernelGroup& g : kernels<1>()) k.push_back(g);
+  k.push_back(kernels_of<4>(std::integral_constant<int, 16>{}));  // m > 8 only
+  return k;
 }
 }  // namespace
 
@@ -202,21 +218,31 @@ KL_RUNGS {
   Rung<W4A16Params> r{
       .op = "gemm_w4a16",
       .name = "cuda_decode_gemv",
-      .note = "decode (m <= 16): a block per 16 or 32 columns, its 16 warps splitting k and each streaming its chunks' "
-              "packed words through a private 6-stage cp.async ring (no block barrier in the loop), A's fragments "
+      .note = "decode (m <= 16): a block per 16, 32 or 64 columns, its 16 warps splitting k and each streaming its chunks' "
+              "packed words through a private cp.async ring (no block barrier in the loop), A's fragments "
               "read from L1/L2, the partial sums added once in shared memory: no split-K kernel; the block's scales "
               "copied once; v03's LOP3 dequantization and mma.sync",
       .supports = supports,
-      .configs = {{.name = "16warps_32|16cols_6stages",
+      .configs = {{.name = "16warps_64|32|16cols",
                    .threads = kDecodeThreads,
                    .dynamic_smem = kRingBytes<2>,  // plus the block's scales (32 bytes a group and strip) and zeros
-                   .kernels = both(kernels<2>(), kernels<1>()),
+                   .kernels = widest_kernels(),
                    .run = launch_widest},
                   {.name = "16warps_16cols_6stages",
                    .threads = kDecodeThreads,
                    .dynamic_smem = kRingBytes<1>,
                    .kernels = kernels<1>(),
-                   .run = launch_strips<1>}}};
+                   .run = launch_strips<1>},
+                  {.name = "16warps_64cols_3stages",
+                   .threads = kDecodeThreads,
+                   .dynamic_smem = kRingBytes<4>,
+                   .kernels = kernels<4>(),
+                   .run = launch_strips<4>,
+                   .supports = [](const W4A16Params& p) -> Reason {
+                     if (p.n % 64 != 0) return "n = " + std::to_string(p.n) + ": four n16 strips a block need n a multiple of 64";
+                     if (!groups_fit(4, p)) return "k / group = " + std::to_string(p.groups()) + ": the scales of 64 columns pass 32 KiB";
+                     return {};
+                   }}}};
   return {variant_of(r)};
 }
 
