@@ -243,15 +243,16 @@ tune_profiles() {  # ncu's sections for the rungs under issue 15's targets, besi
     grep -E "^  [a-zA-Z_].*\(|Duration|DRAM Throughput|Memory Throughput|Achieved Occupancy|Registers Per|Compute \(SM\) Throughput" \
       "$W/tune/$name.txt" | head -40
   }
-  n w4a16-m1-n4096 "w4a16" gemm_w4a16 --m 1 --n 4096 --k 4096 --dtype fp16 --variant cuda_fragment_lop3
-  n w4a16-m16-n14336 "w4a16" gemm_w4a16 --m 16 --n 14336 --k 4096 --dtype fp16 --variant cuda_fragment_lop3
+  # The rungs no GPU has run yet first (the step's budget may not reach the last).
   n gemv-m1-n4096 "w4a16" gemm_w4a16 --m 1 --n 4096 --k 4096 --dtype fp16 --variant cuda_decode_gemv
-  n gemv-m16-n14336 "w4a16" gemm_w4a16 --m 16 --n 14336 --k 4096 --dtype fp16 --variant cuda_decode_gemv
-  n gemm-m1-n4096 "." gemm --m 1 --n 4096 --k 4096 --dtype fp16 --b-layout col --variant cublaslt
   n int8-4096 "w8a8_mma|w8a8_tma|nvjet|sm90|xmma|cutlass|gemm" gemm_w8a8 --m 4096 --n 4096 --k 4096 --dtype bf16 \
     --variant cuda_mma_s8,cuda_tma_wgmma_s8,cublaslt_int8
   n fp8-4096 "tma_wgmma|nvjet|sm90|xmma|cutlass|gemm" gemm_fp8 --m 4096 --n 4096 --k 4096 --dtype bf16 --scaling block \
     --variant cuda_tma_wgmma_fp8,cublaslt_fp8
+  n gemv-m16-n14336 "w4a16" gemm_w4a16 --m 16 --n 14336 --k 4096 --dtype fp16 --variant cuda_decode_gemv
+  n gemm-m1-n4096 "." gemm --m 1 --n 4096 --k 4096 --dtype fp16 --b-layout col --variant cublaslt
+  n w4a16-m1-n4096 "w4a16" gemm_w4a16 --m 1 --n 4096 --k 4096 --dtype fp16 --variant cuda_fragment_lop3
+  n w4a16-m16-n14336 "w4a16" gemm_w4a16 --m 16 --n 14336 --k 4096 --dtype fp16 --variant cuda_fragment_lop3
 }
 
 racecheck_rungs() {  # compute-sanitizer racecheck over the shared-memory rungs on one small shape each
