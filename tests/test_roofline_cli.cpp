@@ -140,6 +140,19 @@ TEST(ExplainCli, WeightOnlyGemmStatesWhereItPays) {
   EXPECT_NE(r.out.find("1.678e+07 weights, 3.146e+07 instructions"), std::string::npos) << r.out;
   EXPECT_NE(r.out.find("at least 940.3 ns of issue time"), std::string::npos) << r.out;
   EXPECT_NE(r.out.find("memory-bound, so it hides under the loads"), std::string::npos) << r.out;
+  // The decode GEMV at m 16: 128 blocks of 32 columns (4096 / 64 = 64 < 132 SMs: not 64-column
+  // blocks), each reading 16 x 4096 x 2 bytes of A: 1.678e7 bytes, 1.939x the 8.651e6 of int4
+  // weights and scales. At n 14336 the blocks take 64 columns (224 >= 132): 0.97x.
+  EXPECT_NE(r.out.find("128 blocks of 32 columns (132 SMs), each reading all of A (m*k*e = 1.311e+05 bytes) from L2: "
+                       "1.678e+07 bytes, 1.939x"),
+            std::string::npos)
+      << r.out;
+  EXPECT_NE(r.out.find("the L2, not DRAM, may set the time"), std::string::npos) << r.out;
+  Result wide = kernelab("explain gemm --m 16 --n 14336 --k 4096 --weight-bits 4 --group-size 128 --gpu h100-sxm");
+  ASSERT_EQ(wide.code, 0) << wide.err;
+  EXPECT_NE(wide.out.find("224 blocks of 64 columns"), std::string::npos) << wide.out;
+  EXPECT_NE(wide.out.find("0.9697x"), std::string::npos) << wide.out;
+  EXPECT_EQ(kernelab("explain gemm --m 17 --n 4096 --k 4096 --weight-bits 4 --gpu h100-sxm").out.find("decode gemv"), std::string::npos);
 }
 
 TEST(ExplainCli, ResultsFileAndJson) {

@@ -92,6 +92,22 @@ std::string dequantization_story(const GemmShape& g, const Analysis& a) {
                                           : "memory-bound, so it hides under the loads while it stays below 100%");
 }
 
+// The decode GEMV rung (cuda_decode_gemv, m <= 16): each block owns 16 * S columns over all of k
+// and reads all of A from L2 (src/ops/gemm_w4a16/cuda/v04_decode_gemv.cu, its first config's S).
+std::string decode_gemv_story(const GemmShape& g, const Analysis& a, double weight_bytes) {
+  const GpuSpec& gpu = find_gpu(a.gpu);
+  const int64_t sms = static_cast<int64_t>(gpu.sm_count.value);
+  const int strips = g.m > 8 && g.n % 64 == 0 && g.n / 64 >= sms ? 4 : g.n % 32 == 0 ? 2 : 1;
+  const double blocks = std::ceil(static_cast<double>(g.n) / (16.0 * strips));
+  const double a_bytes = static_cast<double>(g.m) * static_cast<double>(g.k) * parse_format(a.dtype).bytes * blocks;
+  return fmt::format("  decode gemv  cuda_decode_gemv (m <= 16): {} blocks of {} columns ({} SMs), each reading all of A "
+                     "(m*k*e = {} bytes) from L2: {} bytes, {}x the int4 weights' {}; {} (modelled)\n",
+                     num(blocks), 16 * strips, num(gpu.sm_count.value), num(a_bytes / blocks), num(a_bytes),
+                     num(a_bytes / weight_bytes), num(weight_bytes),
+                     a_bytes > weight_bytes ? "A's L2 traffic passes the weights', so the L2, not DRAM, may set the time"
+                                            : "under the weights' bytes, which set the time");
+}
+
 std::string gemm_story(const Request& req, const Analysis& a) {
   std::string s = roof_story(req, a);
   const GemmShape g = gemm_shape(req);
@@ -138,6 +154,7 @@ std::string gemm_story(const Request& req, const Analysis& a) {
   const std::optional<double> m_q = gemm_compute_bound_m(g.n, g.k, e, wq, a.roof.ridge);
   s += fmt::format("  the int{} gemm itself turns compute-bound at m = {}\n", bits, m_q ? num(*m_q) : "never");
   if (bits == 4) s += dequantization_story(g, a);
+  if (bits == 4 && g.m <= 16) s += decode_gemv_story(g, a, wq);
   return s;
 }
 
