@@ -94,14 +94,6 @@ template <auto kernel> void allow_dynamic_smem(int bytes) {
   (void)done;
 }
 
-// The current device's SM count (grids sized to fill the GPU: split-KV, persistent kernels).
-inline int sm_count() {
-  int device = 0, sms = 0;
-  check_cuda(cudaGetDevice(&device), "cudaGetDevice");
-  check_cuda(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, device), "cudaDeviceGetAttribute");
-  return sms;
-}
-
 // One configuration of a rung, typed by the op's parameter struct P.
 template <class P> struct RungConfig {
   std::string name = {};
@@ -124,6 +116,27 @@ template <class P> struct Rung {
 }  // namespace kl
 
 namespace kl::KL_TARGET {
+
+// Device queries a launcher makes. In this namespace, one per build: the simulator build's runtime
+// calls are its own (api.h renames them), and an inline function of one name in both builds would
+// be one function to the linker, whichever object came first.
+
+// The current device's SM count (grids sized to fill the GPU: split-KV, persistent kernels).
+inline int sm_count() {
+  int device = 0, sms = 0;
+  check_cuda(cudaGetDevice(&device), "cudaGetDevice");
+  check_cuda(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, device), "cudaDeviceGetAttribute");
+  return sms;
+}
+
+// The most dynamic shared memory a block of the current device may opt in to (227 KiB on an H100,
+// 163 on an A100, 99 on sm_86/89).
+inline int smem_optin_bytes() {
+  int device = 0, bytes = 0;
+  check_cuda(cudaGetDevice(&device), "cudaGetDevice");
+  check_cuda(cudaDeviceGetAttribute(&bytes, cudaDevAttrMaxSharedMemoryPerBlockOptin, device), "cudaDeviceGetAttribute");
+  return bytes;
+}
 
 template <auto K> KernelRef kernel_ref() {
   KernelRef k;

@@ -172,7 +172,12 @@ template <class T, int Rows, int Strips> __global__ void __launch_bounds__(kDeco
 template <class T, int Rows, int Strips> void launch_rows(const W4A16Params& p, const Args& a) {
   const Grid g{int(p.n / (16 * Strips)), 1, 1, int(p.k / kBK)};
   const Operands<T> o = operands<T>(p, a, g, nullptr, nullptr);
-  allow_dynamic_smem<w4a16_decode<T, Rows, Strips>>(kMostSmem);
+  static const int allowed = std::min(kMostSmem, smem_optin_bytes());
+  if (smem_bytes<Strips>(p) > allowed)
+    runtime_failure("cuda_decode_gemv: " + std::to_string(smem_bytes<Strips>(p)) + " bytes of shared memory a block (the rings, and " +
+                    std::to_string(p.groups()) + " groups' scales and zero points), over the " + std::to_string(allowed) +
+                    " this GPU lets a block use");
+  allow_dynamic_smem<w4a16_decode<T, Rows, Strips>>(allowed);
   KL_LAUNCH((w4a16_decode<T, Rows, Strips>), dim3(unsigned(g.n_blocks)), kDecodeThreads, smem_bytes<Strips>(p), a.stream, o);
 }
 template <int Strips> void launch_strips(const W4A16Params& p, const Args& a) {
