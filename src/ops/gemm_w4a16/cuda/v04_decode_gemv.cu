@@ -85,9 +85,9 @@ struct WarpBarrier {
 // Rows: 8 when m <= 8 (A's rows 8-15, registers a1 and a3, are zero and not loaded), else 16.
 // Strips: n16 strips per block, each warp computing all of them with each A fragment it loads.
 template <class T, int Rows, int Strips> __global__ void __launch_bounds__(kDecodeThreads, 1) w4a16_decode(Operands<T> o) {
-  KL_DYNAMIC_SHARED(Chunk, smem);  // 8 rings, then the block's scales and zero points
+  KL_DYNAMIC_SHARED(Chunk, smem);  // a ring per warp, then the block's scales and zero points
   const int warp = threadIdx.x / 32, lane = threadIdx.x % 32, g = lane / 4, t = lane % 4;
-  // The warp's chunks: a contiguous eighth of k, so that consecutive chunks share their group.
+  // The warp's chunks: a contiguous sixteenth of k, so that consecutive chunks share their group.
   const int chunks = o.k / kBK, first = warp * chunks / kDecodeWarps, mine = (warp + 1) * chunks / kDecodeWarps - first;
   Chunk* ring = smem + warp * kRingStages<Strips> * Strips * kStripChunks;
   unsigned char* groups = reinterpret_cast<unsigned char*>(smem) + kRingBytes<Strips>;
@@ -147,7 +147,7 @@ template <class T, int Rows, int Strips> __global__ void __launch_bounds__(kDeco
   pipeline<kRingStages<Strips>>(0, mine, load, compute, WarpBarrier{}, scales_in);
 
   // The warps' partial sums, [warp][slot][lane] over the rings (every warp is past its ring), then
-  // each element's sum over the warps: slot 8j + 4h + c of lane (g, t) is strip j's row g + 8 (c / 2),
+  // each element's sum over the 16 warps: slot 8j + 4h + c of lane (g, t) is strip j's row g + 8 (c / 2),
   // column 8h + 2t + c % 2. With 8 rows, the slots of rows 8-15 (c >= 2) are skipped.
   __syncthreads();
   constexpr int kSlots = 8 * Strips;
