@@ -86,7 +86,6 @@ Kind join(Kind a, Kind b) {
   return Kind::full;  // row with col, or anything with full
 }
 
-
 // rowsum(exp(a - m)) with m = rowmax(a), softmax's denominator: taken in m's own pass as an online
 // softmax (a running max, the running sum rescaled by exp(old - new) when the max grows), one pass
 // over the row fewer. The levels are then counted again, each folded sum at its max's level.
