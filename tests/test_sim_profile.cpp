@@ -487,6 +487,10 @@ TEST(SimProfile, W4a16WeightsCrossDramOnceAtHalfAByteAndV03BuildsNoSixteenBitTil
   EXPECT_EQ(sum(gemv, "sim__ldgsts_bytes.sum"), n * k / 2 + n * groups * 2 + n * groups / 2) << "v04: weights, scales, zeros once";
   EXPECT_EQ(sum(gemv, kLdReq), (k / 64) * (n / 32) * 16) << "v04: A by ld.global, every block";
   EXPECT_EQ(gemv["kernels"].size(), 1u) << "v04: no split-K sum";
+  // Block barriers: v03's pipeline has one per k tile in each of its 4 warps; v04's 16 warps
+  // meet three times a block (the scales in; before and after the partial sums), none in the loop.
+  EXPECT_EQ(sum(frag, "sim__block_barriers.sum"), 4 * k / 64);
+  EXPECT_EQ(sum(gemv, "sim__block_barriers.sum"), 3 * 16 * (n / 32));
   EXPECT_EQ(sum(gemv, "smsp__inst_executed_op_ldsm.sum"), 0);
   EXPECT_NEAR(gemv["model_dram_over_min"].get<double>(), 1.0, 1e-3);
 }

@@ -40,6 +40,7 @@ struct ProfileCounts {
   std::uint64_t tma_ld_requests = 0, tma_ld_bytes = 0, tma_st_requests = 0, tma_st_bytes = 0;
   // The L2 model: sectors that miss (read from DRAM) and dirty sectors written back.
   std::uint64_t dram_read_bytes = 0, dram_write_bytes = 0;
+  std::uint64_t block_barriers = 0;  // bar.sync instructions, warp-level
 
   void add(const ProfileCounts& o);
   std::uint64_t memory_requests() const;

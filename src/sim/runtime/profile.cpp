@@ -421,8 +421,11 @@ void profile_block_start(Worker& w) {
   recording = s;
 }
 
-void profile_barrier(Worker&) {
-  if (Session* s = recording) flush(*s);
+void profile_barrier(Worker&, unsigned warps_at_barrier) {
+  Session* s = recording;
+  if (!s) return;
+  flush(*s);
+  s->launches.back().counts.block_barriers += warps_at_barrier;
 }
 
 void profile_block_end(Worker&) {
@@ -484,7 +487,7 @@ const std::vector<std::uint64_t ProfileCounts::*>& ProfileCounts::fields() {
       &C::mma_s8,             &C::mma_f8,             &C::tensor_flops,         &C::dram_read_bytes,
       &C::dram_write_bytes,   &C::global_lines,       &C::ldgsts_bytes,         &C::ldsm_bytes,
       &C::wgmma_lanes,        &C::tma_ld_requests,    &C::tma_ld_bytes,         &C::tma_st_requests,
-      &C::tma_st_bytes};
+      &C::tma_st_bytes,       &C::block_barriers};
   return f;
 }
 
@@ -596,6 +599,7 @@ const std::vector<MetricDefinition>& profile_metric_definitions() {
       {"sim__tma_ld_bytes.sum", "bytes those loads read inside the tensor (out-of-bounds elements are zero-filled, not read)"},
       {"sim__tma_st_requests.sum", "TMA and bulk stores (shared -> global)"},
       {"sim__tma_st_bytes.sum", "bytes those stores write inside the tensor"},
+      {"sim__block_barriers.sum", "block barriers (__syncthreads and its _count, _and, _or forms): per barrier, the warps with a thread at it"},
       {"sim__sectors_per_global_request.ratio", "global load+store sectors over their requests (4 is a coalesced 4-byte warp access)"},
       {"sim__bank_conflicts_per_shared_request.ratio", "shared load+store bank conflicts over their requests"},
       {"sim__active_lanes_per_memory_inst.ratio", "active lanes per global or shared memory instruction (32: no divergence)"},
@@ -637,6 +641,7 @@ std::vector<Metric> profile_metrics(const ProfileCounts& c, double k) {
       k * double(c.tma_ld_bytes),
       k * double(c.tma_st_requests),
       k * double(c.tma_st_bytes),
+      k * double(c.block_barriers),
       ratio(double(c.global_ld_sectors + c.global_st_sectors), gl_req),
       ratio(conflicts_ld + conflicts_st, double(c.shared_ld_requests + c.shared_st_requests)),
       ratio(double(c.memory_lanes), double(c.memory_requests())),

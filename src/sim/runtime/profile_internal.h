@@ -12,7 +12,7 @@ struct Worker;
 // block count may shrink to the profile's sample).
 bool profiled_launch(Launch& launch);
 void profile_block_start(Worker& w);
-void profile_barrier(Worker& w);  // every thread of the block waits at a barrier
+void profile_barrier(Worker& w, unsigned warps_at_barrier);  // every thread of the block waits at a barrier
 void profile_block_end(Worker& w);
 // A plain load or store of instrumented code (the __tsan_* hooks).
 void profile_access(const void* address, std::size_t bytes, bool store, std::uintptr_t site);

@@ -199,6 +199,18 @@ std::string stuck_collective(const Worker& w, unsigned first, unsigned count) {
 
 enum class WarpState { settled, yielded, failed };
 
+// Warps with a thread waiting at the block barrier: its bar.sync, one instruction a warp.
+unsigned warps_at_barrier(const Worker& w, const Launch& L) {
+  unsigned n = 0;
+  for (unsigned first = 0; first < L.threads; first += 32)
+    for (unsigned i = first; i < std::min(first + 32, L.threads); ++i)
+      if (w.threads[i].wait == Wait::barrier) {
+        ++n;
+        break;
+      }
+  return n;
+}
+
 // Runs the warp's threads until each waits at a block barrier or has exited (settled), or
 // until only threads that yielded in __nanosleep are left to run: they may be waiting for
 // another warp, so the other warps get their turn first.
@@ -416,8 +428,9 @@ void run_block(Worker& w, Launch& L, unsigned long long b) {
       }
       if (!again && !w.block_failed) again = wake_waiters(w, L);
     }
+    const unsigned at_barrier = L.profiled ? warps_at_barrier(w, L) : 0;
     state = w.block_failed ? -1 : release_barrier(w, L);
-    if (state == 1 && L.profiled) profile_barrier(w);
+    if (state == 1 && L.profiled) profile_barrier(w, at_barrier);
   }
   // Bulk stores still in flight complete before the grid does.
   for (unsigned i = 0; i < L.threads && !w.block_failed; ++i)
