@@ -35,20 +35,28 @@ template <class T> void unfused(const BiasGeluParams& p, const Args& a) {
 
 #if defined(KL_CPU_VEC)
 // On AVX2 and AVX-512: a row in vectors, a pair a step (cpu_math.h; the bias loaded the same way,
-// so it meets its elements), vgelu, each pair of outputs stored as computed, streamed where the
+// so it meets its elements), gelu, each pair of outputs stored as computed, streamed where the
 // row is 64-byte aligned (no write-allocate read of y; the row's last cols % kPair elements one
 // at a time). Through an L1 buffer and write_row, as the other ops store, it took 38.3 ms at
 // 16384 x 8192 fp32 on 2 Zen 4 cores; stored as computed 26.8 ms; bf16, converted 16 lanes at a
-// time and not streamed, 37.2 ms. Bound by the erf's arithmetic.
+// time and not streamed, 37.2 ms. gelu is vgelu_table on AVX-512 (14 operations a vector, at
+// least as close as vgelu with its Newton step; fp32 23-25 -> 12.5 ms, bf16 23.5 -> 20.1 ms, the
+// 16-bit rows bound by their conversions), vgelu's rational on AVX2, where vpermps holds 8 entries.
 template <class T> void fused_row_vec(const T* xr, const T* next, const T* b, T* yr, int64_t cols) {
+#if defined(KL_CPU_AVX512)
+  const cpu::GeluTable table = cpu::gelu_table();
+  const auto gelu = [&](cpu::Vec t) { return cpu::vgelu_table(t, table); };
+#else
   constexpr int kMantissa = std::is_same_v<T, float> ? 23 : std::is_same_v<T, cpu::Half> ? 10 : 7;
   constexpr bool refine = cpu::kRcpBits < kMantissa + 3;  // the estimate within 1/8 of an output ulp
+  const auto gelu = [](cpu::Vec t) { return cpu::vgelu<refine>(t); };
+#endif
   const bool stream = reinterpret_cast<uintptr_t>(yr) % 64 == 0;
   int64_t j = 0;
   for (; j + cpu::kPair <= cols; j += cpu::kPair) {
     cpu::prefetch_lines(next, j, j + cpu::kPair);
     const cpu::Pair x = cpu::load_pair(xr + j), bias = cpu::load_pair(b + j);
-    cpu::store_pair(yr + j, {cpu::vgelu<refine>(cpu::vadd(x.a, bias.a)), cpu::vgelu<refine>(cpu::vadd(x.b, bias.b))}, stream);
+    cpu::store_pair(yr + j, {gelu(cpu::vadd(x.a, bias.a)), gelu(cpu::vadd(x.b, bias.b))}, stream);
   }
   for (; j < cols; ++j) yr[j] = from_float<T>(fast_gelu(to_float(xr[j]) + to_float(b[j])));
 }
