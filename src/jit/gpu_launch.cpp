@@ -5,6 +5,7 @@
 
 #include <map>
 #include <mutex>
+#include <string_view>
 
 #include "jit/nvrtc.h"
 #include "kernelab/error.h"
@@ -22,17 +23,19 @@ std::size_t round_up(std::size_t n) { return (n + 255) / 256 * 256; }
 
 // Where each step of the chain writes: the first output that is its node, else the workspace.
 struct ChainBuffers {
-  std::map<int, std::size_t> workspace_offset;  // node -> byte offset
-  std::map<int, int> output_of;                 // node -> output index
+  std::vector<std::size_t> workspace_offset;  // by node: byte offset
+  std::vector<int> output_of;                 // by node: output index, or -1
   std::size_t workspace_bytes = 0;
 };
 
-ChainBuffers chain_buffers(const Program& p, FuseDType t, int64_t rows, int64_t cols) {
+ChainBuffers chain_buffers(const Program& p, const std::vector<UnfusedStep>& steps, FuseDType t, int64_t rows, int64_t cols) {
   ChainBuffers c;
-  for (std::size_t i = 0; i < p.outputs.size(); ++i) c.output_of.emplace(p.outputs[i].node, int(i));
-  for (const UnfusedStep& s : unfused_steps(p)) {
-    if (c.output_of.count(s.node)) continue;
-    c.workspace_offset[s.node] = c.workspace_bytes;
+  c.workspace_offset.assign(p.nodes.size(), 0);
+  c.output_of.assign(p.nodes.size(), -1);
+  for (std::size_t i = p.outputs.size(); i-- > 0;) c.output_of[std::size_t(p.outputs[i].node)] = int(i);  // the first wins
+  for (const UnfusedStep& s : steps) {
+    if (c.output_of[std::size_t(s.node)] >= 0) continue;
+    c.workspace_offset[std::size_t(s.node)] = c.workspace_bytes;
     c.workspace_bytes += round_up(std::size_t(elements(p.nodes[std::size_t(s.node)].kind, rows, cols)) * std::size_t(fuse_dtype_bytes(t)));
   }
   return c;
@@ -41,7 +44,7 @@ ChainBuffers chain_buffers(const Program& p, FuseDType t, int64_t rows, int64_t 
 }  // namespace
 
 std::size_t unfused_workspace_bytes(const Program& p, FuseDType t, int64_t rows, int64_t cols) {
-  return chain_buffers(p, t, rows, cols).workspace_bytes;
+  return chain_buffers(p, unfused_steps(p), t, rows, cols).workspace_bytes;
 }
 
 #if KERNELAB_HAVE_NVRTC
@@ -85,11 +88,11 @@ const Driver& driver() {
   return d;
 }
 
-void check(CUresult r, const std::string& what) {
+void check(CUresult r, std::string_view what, std::string_view name = {}) {
   if (r == CUDA_SUCCESS) return;
   const char* text = nullptr;
   driver().get_error_string(r, &text);
-  runtime_failure(fmt::format("fused: {}: {}", what, text ? text : "unknown driver error"));
+  runtime_failure(fmt::format("fused: {}{}{}: {}", what, name.empty() ? "" : " ", name, text ? text : "unknown driver error"));
 }
 
 struct DeviceFacts {
@@ -108,74 +111,100 @@ DeviceFacts current_device() {
   return {fmt::format("sm_{}{}", major, minor), sms};
 }
 
-// The module of one schedule of an expression for a dtype, compiled and loaded once per process:
-// a bench times launches, not code generation or loads.
-CUmodule module_of(const Program& p, FuseDType t, bool fused, const std::string& arch) {
+// One schedule of an expression for a dtype, compiled, loaded and looked up once per process, with
+// all that the shape does not change: a launch then only fills in its arguments (a bench times
+// launches, not code generation, loads or the driver's function lookups).
+struct Kernel {
+  CUfunction function = nullptr;
+  std::string name;  // for the driver's error messages
+};
+struct Schedule {
+  Kernel fused;                     // the fused kernel
+  int64_t stage_floats = 0;         // fused: staged floats per column
+  std::vector<UnfusedStep> steps;   // unfused: the chain in order,
+  std::vector<Kernel> step_kernels; // and each step's kernel
+};
+
+Kernel kernel_of(CUmodule m, std::string name) {
+  Kernel k{nullptr, std::move(name)};
+  check(driver().module_get_function(&k.function, m, k.name.c_str()), "cuModuleGetFunction", k.name);
+  return k;
+}
+
+const Schedule& schedule_of(const Program& p, FuseDType t, bool fused, const std::string& arch) {
   static std::mutex mutex;
-  static std::map<std::string, CUmodule> loaded;
-  std::string key = fmt::format("{} {} {} ", arch, fuse_dtype_name(t), fused ? "fused" : "unfused");
-  for (const Tensor& in : p.inputs) key += kind_name(in.kind), key += ' ';  // the text alone does not say which are row vectors
+  static std::map<std::string, Schedule> loaded;  // a map's elements stay where they are
+  std::string key = arch;
+  key += fused ? " fused " : " unfused ";
+  key += fuse_dtype_name(t);
+  for (const Tensor& in : p.inputs) key += ' ', key += kind_name(in.kind);  // the text alone does not say which are row vectors
+  key += ' ';
   key += p.text;
   const std::lock_guard lock(mutex);
   if (auto it = loaded.find(key); it != loaded.end()) return it->second;
   const JitResult j = jit_compile(fused ? fused_source(p, t) : unfused_source(p, t), arch);
   if (!j.ok) runtime_failure("fused: " + j.error);
   CUmodule m = nullptr;
-  check(driver().module_load_data(&m, j.ptx.c_str()), "cuModuleLoadData of NVRTC's PTX for " + arch);
-  loaded.emplace(key, m);
-  return m;
+  check(driver().module_load_data(&m, j.ptx.c_str()), "cuModuleLoadData of NVRTC's PTX for", arch);
+  Schedule s;
+  if (fused) {
+    s.fused = kernel_of(m, kFusedKernel);
+    s.stage_floats = fused_stage_floats(p);
+  } else {
+    s.steps = unfused_steps(p);
+    for (const UnfusedStep& step : s.steps) s.step_kernels.push_back(kernel_of(m, fmt::format("kl_step{}", step.node)));
+  }
+  return loaded.emplace(std::move(key), std::move(s)).first->second;
 }
 
-void launch(CUmodule m, const std::string& kernel, unsigned grid, unsigned block, unsigned smem, void* stream,
-            std::vector<void*> args) {
-  CUfunction f = nullptr;
-  check(driver().module_get_function(&f, m, kernel.c_str()), "cuModuleGetFunction " + kernel);
-  check(driver().launch_kernel(f, grid, 1, 1, block, 1, 1, smem, static_cast<CUstream>(stream), args.data(), nullptr),
-        "cuLaunchKernel " + kernel);
+void launch(const Kernel& k, unsigned grid, unsigned block, unsigned smem, void* stream, void** args) {
+  check(driver().launch_kernel(k.function, grid, 1, 1, block, 1, 1, smem, static_cast<CUstream>(stream), args, nullptr),
+        "cuLaunchKernel", k.name);
 }
 
 }  // namespace
 
 void run_on_gpu(const Program& p, FuseDType t, bool fused, int64_t rows, int64_t cols, const GpuBuffers& b) {
   static const DeviceFacts dev = current_device();  // one device per process, as the cuda backend uses
+  const Schedule& schedule = schedule_of(p, t, fused, dev.arch);
   int r = int(rows), c = int(cols);
   const unsigned threads = unsigned(block_threads(cols));
+  std::vector<const void*> pointers;
+  std::vector<void*> args;
   if (fused) {
-    const CUmodule m = module_of(p, t, true, dev.arch);
-    const std::size_t stage_bytes = std::size_t(fused_stage_floats(p)) * std::size_t(cols) * sizeof(float);
+    const std::size_t stage_bytes = std::size_t(schedule.stage_floats) * std::size_t(cols) * sizeof(float);
     int staged = stage_bytes <= 48 * 1024;  // else a later pass reads its input again
-    std::vector<const void*> pointers(b.inputs);
+    pointers.assign(b.inputs.begin(), b.inputs.end());
     pointers.insert(pointers.end(), b.outputs.begin(), b.outputs.end());
     // The 16-byte path where every row of every tensor starts 16-byte aligned.
     int vec = cols * fuse_dtype_bytes(t) % 16 == 0;
     for (const void* q : pointers) vec = vec && reinterpret_cast<std::uintptr_t>(q) % 16 == 0;
-    std::vector<void*> args;
     for (const void*& q : pointers) args.push_back(&q);
     args.insert(args.end(), {&r, &c, &staged, &vec});
-    launch(m, kFusedKernel, unsigned(rows), threads, staged ? unsigned(stage_bytes) : 0u, b.stream, args);
+    launch(schedule.fused, unsigned(rows), threads, staged ? unsigned(stage_bytes) : 0u, b.stream, args.data());
     return;
   }
-  const CUmodule m = module_of(p, t, false, dev.arch);
-  const ChainBuffers chain = chain_buffers(p, t, rows, cols);
+  const ChainBuffers chain = chain_buffers(p, schedule.steps, t, rows, cols);
   auto buffer = [&](int node) -> const void* {
     const Node& n = p.nodes[std::size_t(node)];
     if (n.op == OpCode::input) return b.inputs[std::size_t(n.input)];
-    if (auto it = chain.output_of.find(node); it != chain.output_of.end()) return b.outputs[std::size_t(it->second)];
-    return static_cast<const char*>(b.workspace) + chain.workspace_offset.at(node);
+    if (const int out = chain.output_of[std::size_t(node)]; out >= 0) return b.outputs[std::size_t(out)];
+    return static_cast<const char*>(b.workspace) + chain.workspace_offset[std::size_t(node)];
   };
-  for (const UnfusedStep& s : unfused_steps(p)) {
-    std::vector<const void*> pointers;
+  for (std::size_t i = 0; i < schedule.steps.size(); ++i) {
+    const UnfusedStep& s = schedule.steps[i];
+    pointers.clear();
     for (int o : s.operands) pointers.push_back(buffer(o));
     pointers.push_back(buffer(s.node));
-    std::vector<void*> args;
+    args.clear();
     for (const void*& q : pointers) args.push_back(&q);
     args.insert(args.end(), {&r, &c});
     const int64_t n = elements(p.nodes[std::size_t(s.node)].kind, rows, cols);
     const unsigned grid = s.reduction ? unsigned(rows) : unsigned(std::min<int64_t>((n + 255) / 256, int64_t(dev.sms) * 16));
-    launch(m, fmt::format("kl_step{}", s.node), grid, s.reduction ? threads : 256u, 0, b.stream, args);
+    launch(schedule.step_kernels[i], grid, s.reduction ? threads : 256u, 0, b.stream, args.data());
   }
   for (std::size_t i = 0; i < p.outputs.size(); ++i) {  // an output whose node another output holds: copied
-    const int first = chain.output_of.at(p.outputs[i].node);
+    const int first = chain.output_of[std::size_t(p.outputs[i].node)];
     if (first == int(i)) continue;
     const std::size_t bytes = std::size_t(elements(p.outputs[i].kind, rows, cols)) * std::size_t(fuse_dtype_bytes(t));
     check(driver().memcpy_dtod_async(CUdeviceptr(b.outputs[i]), CUdeviceptr(b.outputs[std::size_t(first)]), bytes,

@@ -1,6 +1,6 @@
 // The generated schedules on a GPU, for the `fused` op's CUDA rungs (src/ops/fused): NVRTC's PTX
-// (nvrtc.h, its disk cache) loaded through the driver API, once per process and source, and
-// launched on the caller's stream into the caller's buffers. libcuda is opened at the first use,
+// (nvrtc.h, its disk cache) loaded through the driver API and its kernels looked up, once per
+// process and source, and launched on the caller's stream into the caller's buffers. libcuda is opened at the first use,
 // so a machine without a driver still runs every other command.
 #pragma once
 #include <cstddef>

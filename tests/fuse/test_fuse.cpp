@@ -16,6 +16,7 @@
 #include "jit/codegen.h"
 #include "jit/expr.h"
 #include "jit/fuse.h"
+#include "jit/gpu_launch.h"
 #include "kernelab/error.h"
 
 namespace fs = std::filesystem;
@@ -111,6 +112,21 @@ TEST(FuseExpr, KindsLevelsInputsAndOutputs) {
   const kl::jit::Program two = kl::jit::parse("s = rowsum(x); y = x - s; z = s * 2", {});
   ASSERT_EQ(two.outputs.size(), 2u);
   EXPECT_EQ(two.outputs[1].kind, kl::jit::Kind::row);
+}
+
+// The unfused chain's workspace on a GPU: each step that no output holds, rounded up to 256 bytes;
+// a step an output holds takes none.
+TEST(FuseExpr, UnfusedWorkspaceHoldsEachIntermediateOnce) {
+  using kl::jit::FuseDType;
+  const auto bytes = [](const char* text, FuseDType t, int64_t rows, int64_t cols) {
+    return kl::jit::unfused_workspace_bytes(kl::jit::parse(text, {}), t, rows, cols);
+  };
+  EXPECT_EQ(bytes("y = x * 2", FuseDType::fp32, 3, 5), 0u);
+  EXPECT_EQ(bytes("y = exp(x) * 2", FuseDType::fp32, 3, 5), 256u) << "exp(x): 60 bytes";
+  EXPECT_EQ(bytes("y = exp(x) * 2", FuseDType::bf16, 1000, 1000), 2000128u) << "2,000,000 bytes, rounded up";
+  EXPECT_EQ(bytes("y = exp(x) * 2 + exp(x)", FuseDType::fp32, 3, 5), 512u) << "exp(x), then exp(x) * 2";
+  EXPECT_EQ(bytes("s = rowsum(x); y = x - s; z = s * 2", FuseDType::fp32, 300, 7), 1280u) << "s: a row of 300 floats";
+  EXPECT_EQ(bytes("h = x + 1; y = h; z = h", FuseDType::fp16, 64, 64), 8192u) << "h; y and z are copy steps of it";
 }
 
 // evaluate() against softmax and layernorm written out by hand on the generated inputs.
