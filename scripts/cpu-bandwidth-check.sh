@@ -1,51 +1,60 @@
 #!/usr/bin/env bash
 # The CPU ladders on this CPU, at every x86 level it runs (KERNELAB_CPU_ISA: generic, avx2,
-# avx512; LEVELS="avx2" to pick): for each level, measures the ceilings (probe), then every CPU
-# rung of the memory-bound ops on a working set past every cache (16384 x 8192: 512 MiB of fp32
-# in, as much out) in fp32, bf16 and fp16, and fp32 gemm's tiled rung beside OpenBLAS at 1024^3 and
-# 4096^3, and writes one results file per machine kind and level,
-# bench/results/cpu/<cpu>/<date>-<commit>-<level>.json, with the probe (CPU model, the level and
-# its extensions, the CPU's best level, huge pages, triad) and every point. Run it on a quiet
-# machine: the probe and the points share the memory bus with everything else.
+# avx512; LEVELS="avx2" to pick, LEVELS=best for the CPU's best alone): for each level, measures
+# the ceilings (probe), then every CPU rung of the memory-bound ops on a working set past every
+# cache (16384 x 8192: 512 MiB of fp32 in, as much out) in fp32, bf16 and fp16 (DTYPES to pick;
+# RUNGS=best for each op's best rung alone), and fp32 gemm's tiled rung beside OpenBLAS at 1024^3
+# and 4096^3 (GEMM_SIZES), and writes one results file per machine kind and level,
+# $OUT_ROOT/<cpu>/<date>-<commit>-<level>.json (OUT_ROOT: bench/results/cpu; the commit: git's, or
+# KERNELAB_COMMIT where there is no git), with the probe (CPU model, the level and its
+# extensions, the CPU's best level, huge pages, triad) and every point. Run it on a quiet machine:
+# the probe and the points share the memory bus with everything else.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 bin=${KERNELAB:-build/kernelab}
 [ -x "$bin" ] || make build
-commit=$(git describe --always --dirty --abbrev=12)
+commit=${KERNELAB_COMMIT:-$(git describe --always --dirty --abbrev=12)}
+dtypes=${DTYPES:-fp32 bf16 fp16}
+gemm_sizes=${GEMM_SIZES:-1024 4096}
+out_root=${OUT_ROOT:-bench/results/cpu}
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
 best=$("$bin" probe --json | python3 -c "import json, sys; print(json.load(sys.stdin)['isa_cpu'])")
+[ "${LEVELS:-}" = best ] && LEVELS=$best
 if [ -z "${LEVELS:-}" ]; then
   case $best in avx512) LEVELS="avx512 avx2 generic" ;; avx2) LEVELS="avx2 generic" ;; *) LEVELS="generic" ;; esac
 fi
 ops="softmax layernorm rmsnorm transpose reduce bias_gelu"
+best_rung() { case $1 in transpose) echo cpu_tiled ;; reduce) echo cpu_simd ;; *) echo cpu_fused ;; esac; }
 for level in $LEVELS; do
   export KERNELAB_CPU_ISA=$level
   mkdir -p "$tmp/$level"
   "$bin" probe --json > "$tmp/$level/probe.json"
-  for dtype in fp32 bf16 fp16; do
+  for dtype in $dtypes; do
     for op in $ops; do
-      "$bin" bench "$op" --rows 16384 --cols 8192 --dtype "$dtype" --backend cpu --max-seconds 0.5 --json > "$tmp/$level/$op-$dtype.json"
+      rung=(); [ "${RUNGS:-all}" = best ] && rung=(--variant "$(best_rung "$op")")
+      "$bin" bench "$op" --rows 16384 --cols 8192 --dtype "$dtype" --backend cpu ${rung[@]+"${rung[@]}"} --max-seconds 0.5 --json > "$tmp/$level/$op-$dtype.json"
     done
   done
-  for n in 1024 4096; do
+  for n in $gemm_sizes; do
     "$bin" bench gemm --m $n --n $n --k $n --dtype fp32 --backend cpu --variant cpu_tiled openblas --max-seconds 2 --json > "$tmp/$level/gemm-$n.json"
   done
 done
-python3 - "$tmp" "$commit" "$ops" $LEVELS <<'PY'
+python3 - "$tmp" "$commit" "$ops" "$dtypes" "$gemm_sizes" "$out_root" $LEVELS <<'PY'
 import json, os, re, sys, time
-tmp, commit, ops, levels = sys.argv[1], sys.argv[2], sys.argv[3].split(), sys.argv[4:]
+tmp, commit, ops, dtypes, sizes, out_root = sys.argv[1], sys.argv[2], sys.argv[3].split(), sys.argv[4].split(), sys.argv[5].split(), sys.argv[6]
+levels = sys.argv[7:]
 for level in levels:
     probe = json.load(open(f"{tmp}/{level}/probe.json"))
     kind = re.sub(r"[^a-z0-9]+", "-", re.sub(r"\((r|tm)\)|processor|cpu", "", probe["cpu"].lower())).strip("-") or "unknown"
     points = []
-    for dtype in ["fp32", "bf16", "fp16"]:
+    for dtype in dtypes:
         for op in ops:
             points += json.load(open(f"{tmp}/{level}/{op}-{dtype}.json"))["points"]
     gemm = []
-    for n in [1024, 4096]:
+    for n in sizes:
         gemm += json.load(open(f"{tmp}/{level}/gemm-{n}.json"))["points"]
-    out = f"bench/results/cpu/{kind}/{time.strftime('%Y-%m-%d', time.gmtime())}-{commit}-{level}.json"
+    out = f"{out_root}/{kind}/{time.strftime('%Y-%m-%d', time.gmtime())}-{commit}-{level}.json"
     os.makedirs(os.path.dirname(out), exist_ok=True)
     command = ("KERNELAB_CPU_ISA=LEVEL kernelab bench OP --backend cpu --rows 16384 --cols 8192 --dtype DTYPE --max-seconds 0.5 --json; "
                "kernelab bench gemm --m N --n N --k N --dtype fp32 --backend cpu --variant cpu_tiled openblas --max-seconds 2 --json")
@@ -55,7 +64,7 @@ for level in levels:
           f"huge pages {probe['huge_pages']}, triad {probe['triad_bytes_per_s'] / 1e9:.1f} GB/s")
     for p in points:
         print(f"  {p['op']:<10} {p['variant']:<12} {p['dtype']:<5} {p['median_s']*1e3:8.1f} ms {p['gbps']:6.1f} GB/s {p['pct_of_bound']:6.1f}% of bound")
-    for n in [1024, 4096]:
+    for n in sizes:
         t = {p["variant"]: p["median_s"] for p in gemm if f"m={n}," in p["shape"]}
         if "cpu_tiled" in t and "openblas" in t:
             print(f"  gemm {n}^3 fp32: cpu_tiled {t['cpu_tiled']*1e3:.1f} ms, openblas {t['openblas']*1e3:.1f} ms: "

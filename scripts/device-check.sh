@@ -331,14 +331,9 @@ checks_per_op() {  # one process per op, so a kernel that hangs costs its op alo
   return $failed
 }
 
-cpu_ladders() {  # the host's triad and FMA ceilings, then the memory-bound CPU rungs at 16384 x 8192 fp32
-  mkdir -p "$W/cpu"
-  "$kl" probe --json > "$W/cpu/probe.json" || return 1
-  local op
-  for op in softmax layernorm rmsnorm transpose reduce; do
-    timeout --foreground 25 "$kl" bench "$op" --backend cpu --rows 16384 --cols 8192 --dtype fp32 --max-seconds 0.3 --json > "$W/cpu/$op.json" ||
-      echo "cpu $op failed"
-  done
+cpu_ladders() {  # issue 18 on the host's x86 kind, in the file format of bench/results/cpu/ (commit it there)
+  LEVELS=best RUNGS=best DTYPES="fp32 bf16" GEMM_SIZES=1024 OUT_ROOT="$W/cpu" KERNELAB="$kl" \
+    KERNELAB_COMMIT="$(cat .device-bin/commit 2>/dev/null || echo unknown)" bash scripts/cpu-bandwidth-check.sh
 }
 
 export -f fused_peers comm_cpu nccl_check tune_profiles cpu_ladders run_sim_programs gemm_headline attention_headline quant_headline ncu_compare racecheck_rungs big_ladders cupti_trace checks_per_op
@@ -362,7 +357,7 @@ want trace && step "a CUPTI trace, analysed" 20 bash -c cupti_trace
 want nccl && step "comm check --transport nccl: 2 and 3 ranks on the one GPU (NCCL_MULTI_RANK_GPU_ENABLE)" 60 bash -c nccl_check
 want commcpu && step "CPU collectives with a core per rank: own ring and tree beside MPI at 64-256 MiB" 60 bash -c comm_cpu
 want sweeps && step "experiment sweeps" 60 bash scripts/experiment-sweeps.sh "$kl" cuda "$W/sweeps"
-want cpu && step "CPU ladders on this host's CPU (issue 18: the generic build on another x86 kind)" 40 bash -c cpu_ladders
+want cpu && step "CPU ladders on this host's CPU (issue 18 on another x86 kind: probe, each op's best rung in fp32 and bf16, gemm against OpenBLAS)" 75 bash -c cpu_ladders
 want report && step "report --backend cuda (the checks again, one point per variant at the report's shapes)" 200 \
   "$kl" report --backend cuda --max-seconds 0.1 --out "$W/report"
 
