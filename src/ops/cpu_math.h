@@ -167,7 +167,7 @@ inline float exp2_scalar(float t) {
 #if defined(KL_CPU_AVX512)
 using Vec = __m512;
 using Mask = __mmask16;
-inline constexpr int kLanes = 16, kRcpBits = 14;  // vrcp14ps
+inline constexpr int kLanes = 16;
 inline Vec vset(float x) { return _mm512_set1_ps(x); }
 inline Vec vadd(Vec a, Vec b) { return _mm512_add_ps(a, b); }
 inline Vec vsub(Vec a, Vec b) { return _mm512_sub_ps(a, b); }
@@ -195,7 +195,7 @@ inline Vec vexp2(Vec t) {
 #else
 using Vec = __m256;
 using Mask = __m256;
-inline constexpr int kLanes = 8, kRcpBits = 12;  // vrcpps
+inline constexpr int kLanes = 8;
 inline Vec vset(float x) { return _mm256_set1_ps(x); }
 inline Vec vadd(Vec a, Vec b) { return _mm256_add_ps(a, b); }
 inline Vec vsub(Vec a, Vec b) { return _mm256_sub_ps(a, b); }
@@ -417,13 +417,13 @@ inline float fast_erf(float x) {
 // gelu(t) = t (1/2 + erf(t / sqrt 2) / 2) on a vector by fast_erf's fit (the AVX2 level's; AVX-512
 // takes vgelu_table below), 1/sqrt 2 and the half folded into its coefficients (P_i 2^-(i+1) /
 // sqrt 2 and Q_i 2^-i), the half added in the last FMA: 16 multiply-class operations a vector,
-// not the 19 of 0.5 t (1 + erf(t / sqrt 2)). 1 / Q by the hardware's
-// estimate (2^-kRcpBits), refined by a Newton step where `refine` (the caller's output needs
-// more bits: fp32, or fp16 on AVX2's 12-bit vrcpps). Past |t| = 3.9 sqrt 2 the factor is 1 or 0
-// exactly.
+// not the 19 of 0.5 t (1 + erf(t / sqrt 2)). 1 / Q by the hardware's estimate (vrcpps: 12 bits)
+// and a Newton step for every dtype: 1 + erf cancels in the negative tail, where the estimate
+// alone left bf16 outputs up to 8% off (11% of them misrounded, 7.6% by more than one ulp, on
+// AVX2's 12-bit vrcpps). Past |t| = 3.9 sqrt 2 the factor is 1 or 0 exactly.
 template <int i> inline constexpr float kGeluP = float(double(kErfP[i]) * 0.70710678118654752 / double(2 << i));
 template <int i> inline constexpr float kGeluQ = float(double(kErfQ[i]) / double(1 << i));
-template <bool refine> inline Vec vgelu(Vec t) {
+inline Vec vgelu(Vec t) {
   const Vec lim = vset(3.9f * 1.41421356f);
   const Vec c = vmin(lim, vmax(vsub(vzero(), lim), t));  // a NaN kept
   const Vec u = vmul(c, c);
@@ -434,7 +434,7 @@ template <bool refine> inline Vec vgelu(Vec t) {
   p = vfma(p, u, vset(kGeluP<1>)), q = vfma(q, u, vset(kGeluQ<1>));
   p = vfma(p, u, vset(kGeluP<0>)), q = vfma(q, u, vset(kGeluQ<0>));
   Vec r = vrcp(q);
-  if constexpr (refine) r = vmul(r, vfnma(q, r, vset(2.0f)));
+  r = vmul(r, vfnma(q, r, vset(2.0f)));
   const Vec factor = vfma(vmul(c, p), r, vset(0.5f));
   const Vec step = vselect(vgt(t, vzero()), vset(1.0f), vzero());
   return vmul(t, vselect(vne(c, t), step, factor));
@@ -448,8 +448,8 @@ template <bool refine> inline Vec vgelu(Vec t) {
 // lane's four coefficients picked from 32 entries by vpermt2ps: 14 operations a vector, 5 of them
 // multiply-class, against vgelu's 21 (16 multiply-class; Zen 4 runs about one 512-bit operation a
 // cycle in this loop). Relative error 3.7e-7 at t > 0 and 1.1e-4 where t < 0 and |gelu| > 1e-3,
-// absolute 5.2e-7; vgelu's there: 1.9e-7, 3.0e-4 and 9.4e-7 with its Newton step, 2.7e-5, 3.9e-2
-// and 1.4e-4 without. +inf gives inf, -inf and NaN give NaN, as t Phi(t) does.
+// absolute 5.2e-7; vgelu's there: 1.9e-7, 3.0e-4 and 9.4e-7 (without its Newton step, 2.7e-5,
+// 3.9e-2 and 1.4e-4 with AVX-512's 14-bit estimate). +inf gives inf, -inf and NaN give NaN, as t Phi(t) does.
 struct GeluTable {
   __m512 lo[4], hi[4];  // entries 0-15 and 16-31 of each power's coefficients
 };

@@ -47,9 +47,7 @@ template <class T> void fused_row_vec(const T* xr, const T* next, const T* b, T*
   const cpu::GeluTable table = cpu::gelu_table();
   const auto gelu = [&](cpu::Vec t) { return cpu::vgelu_table(t, table); };
 #else
-  constexpr int kMantissa = std::is_same_v<T, float> ? 23 : std::is_same_v<T, cpu::Half> ? 10 : 7;
-  constexpr bool refine = cpu::kRcpBits < kMantissa + 3;  // the estimate within 1/8 of an output ulp
-  const auto gelu = [](cpu::Vec t) { return cpu::vgelu<refine>(t); };
+  const auto gelu = [](cpu::Vec t) { return cpu::vgelu(t); };
 #endif
   const bool stream = reinterpret_cast<uintptr_t>(yr) % 64 == 0;
   int64_t j = 0;
