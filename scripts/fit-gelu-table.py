@@ -9,6 +9,7 @@ evaluated as the vector code does (float32; the entry from min(a, 5.5) 31 / 5.5)
 [-8, 8] and its errors against gelu in float64 printed into the header."""
 import math
 import sys
+import textwrap
 
 import numpy as np
 
@@ -43,9 +44,11 @@ summary = (f"relative error {np.max(err[pos] / ref[pos]):.2g} at t > 0 and {np.m
            f"where t < 0 and |gelu| > 1e-3, absolute {err.max():.2g}")
 print(summary, file=sys.stderr)
 
-print("// Written by scripts/fit-gelu-table.py: q(a) = Phi(-a) = (1 - erf(a / sqrt 2)) / 2 as a cubic in a")
-print(f"// on each of {PIECES} intervals of [0, {TOP}], entry {PIECES} q = 0. Evaluated in float every 1e-4 on")
-print(f"// [-8, 8], gelu(t) = t (t > 0 ? 1 - q(|t|) : q(|t|)) has {summary}.")
+header = (f"Written by scripts/fit-gelu-table.py: q(a) = Phi(-a) = (1 - erf(a / sqrt 2)) / 2 as a cubic in a on each of "
+          f"{PIECES} intervals of [0, {TOP}], entry {PIECES} q = 0. Evaluated in float every 1e-4 on [-8, 8], "
+          f"gelu(t) = t (t > 0 ? 1 - q(|t|) : q(|t|)) has {summary}.")
+for line in textwrap.wrap(header, 97):
+    print("// " + line)
 print("#pragma once")
 print("namespace kl::cpu {")
 print(f"inline constexpr float kGeluTableTop = {TOP}f, kGeluTableInvH = {float(inv_h)!r}f;  // entry = min(|t|, top) / h")

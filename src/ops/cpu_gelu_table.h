@@ -1,6 +1,7 @@
 // Written by scripts/fit-gelu-table.py: q(a) = Phi(-a) = (1 - erf(a / sqrt 2)) / 2 as a cubic in a
-// on each of 31 intervals of [0, 5.5], entry 31 q = 0. Evaluated in float every 1e-4 on
-// [-8, 8], gelu(t) = t (t > 0 ? 1 - q(|t|) : q(|t|)) has relative error 3.7e-07 at t > 0 and 0.00011 where t < 0 and |gelu| > 1e-3, absolute 5.2e-07.
+// on each of 31 intervals of [0, 5.5], entry 31 q = 0. Evaluated in float every 1e-4 on [-8, 8],
+// gelu(t) = t (t > 0 ? 1 - q(|t|) : q(|t|)) has relative error 3.7e-07 at t > 0 and 0.00011 where t
+// < 0 and |gelu| > 1e-3, absolute 5.2e-07.
 #pragma once
 namespace kl::cpu {
 inline constexpr float kGeluTableTop = 5.5f, kGeluTableInvH = 5.636363506317139f;  // entry = min(|t|, top) / h

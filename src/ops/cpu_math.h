@@ -417,10 +417,10 @@ inline float fast_erf(float x) {
 // gelu(t) = t (1/2 + erf(t / sqrt 2) / 2) on a vector by fast_erf's fit (the AVX2 level's; AVX-512
 // takes vgelu_table below), 1/sqrt 2 and the half folded into its coefficients (P_i 2^-(i+1) /
 // sqrt 2 and Q_i 2^-i), the half added in the last FMA: 16 multiply-class operations a vector,
-// not the 19 of 0.5 t (1 + erf(t / sqrt 2)). 1 / Q by the hardware's estimate (vrcpps: 12 bits)
-// and a Newton step for every dtype: 1 + erf cancels in the negative tail, where the estimate
-// alone left bf16 outputs up to 8% off (11% of them misrounded, 7.6% by more than one ulp, on
-// AVX2's 12-bit vrcpps). Past |t| = 3.9 sqrt 2 the factor is 1 or 0 exactly.
+// not the 19 of 0.5 t (1 + erf(t / sqrt 2)). 1 / Q by vrcpps's 12-bit estimate and a Newton
+// step for every dtype: 1 + erf cancels in the negative tail, where the estimate alone left bf16
+// outputs up to 8% off (11% of them misrounded, 7.6% by more than one ulp). Past |t| = 3.9 sqrt 2
+// the factor is 1 or 0 exactly.
 template <int i> inline constexpr float kGeluP = float(double(kErfP[i]) * 0.70710678118654752 / double(2 << i));
 template <int i> inline constexpr float kGeluQ = float(double(kErfQ[i]) / double(1 << i));
 inline Vec vgelu(Vec t) {
@@ -449,7 +449,8 @@ inline Vec vgelu(Vec t) {
 // multiply-class, against vgelu's 21 (16 multiply-class; Zen 4 runs about one 512-bit operation a
 // cycle in this loop). Relative error 3.7e-7 at t > 0 and 1.1e-4 where t < 0 and |gelu| > 1e-3,
 // absolute 5.2e-7; vgelu's there: 1.9e-7, 3.0e-4 and 9.4e-7 (without its Newton step, 2.7e-5,
-// 3.9e-2 and 1.4e-4 with AVX-512's 14-bit estimate). +inf gives inf, -inf and NaN give NaN, as t Phi(t) does.
+// 3.9e-2 and 1.4e-4 with AVX-512's 14-bit estimate). +inf gives inf, -inf and NaN give NaN, as
+// t Phi(t) does.
 struct GeluTable {
   __m512 lo[4], hi[4];  // entries 0-15 and 16-31 of each power's coefficients
 };
