@@ -8,6 +8,7 @@
 #include <cstdio>
 #include <filesystem>
 #include <memory>
+#include <optional>
 
 #include "cli/common.h"
 #include "comm/bench.h"
@@ -24,7 +25,7 @@ using comm::Algo;
 using comm::Collective;
 
 struct RunFlags {  // what bench and check share
-  int ranks = 0;
+  std::optional<int> ranks;  // unset: the launcher's count, else 2
   double timeout_s = 300;
   std::vector<std::string> inject;
   std::string dump_dir;
@@ -94,7 +95,7 @@ void add_run_flags(CLI::App& cmd, RunFlags& f, bool traced) {
 
 // Validated here, before mpirun starts, so bad input is one message and exit 2.
 comm::SessionOptions session_options(const RunFlags& f, nlohmann::json run) {
-  if (f.ranks < 0 || f.ranks == 1 || f.ranks > 64) bad_input(fmt::format("--ranks {}: from 2 to 64", f.ranks));
+  if (f.ranks && (*f.ranks < 2 || *f.ranks > 64)) bad_input(fmt::format("--ranks {}: from 2 to 64", *f.ranks));
   if (!(f.timeout_s > 0)) bad_input(fmt::format("--timeout {}: must be positive seconds", f.timeout_s));
   if (f.slice_bytes < 64) bad_input(fmt::format("--slice-bytes {}: at least 64", f.slice_bytes));
   if (!f.trace_dir.empty()) {
@@ -105,9 +106,9 @@ comm::SessionOptions session_options(const RunFlags& f, nlohmann::json run) {
       bad_input(fmt::format("--trace {} is the --dump-dir: both write rank-R.json; give two folders", f.trace_dir));
   }
   const int world = comm::launcher_world_size();
-  if (world && f.ranks && world != f.ranks)
-    bad_input(fmt::format("--ranks {} under a launcher that started {} ranks", f.ranks, world));
-  const int ranks = world ? world : f.ranks ? f.ranks : 2;
+  if (world && f.ranks && world != *f.ranks)
+    bad_input(fmt::format("--ranks {} under a launcher that started {} ranks", *f.ranks, world));
+  const int ranks = world ? world : f.ranks.value_or(2);
   comm::SessionOptions o;
   o.timeout_s = f.timeout_s;
   o.dump_dir = f.dump_dir;

@@ -53,8 +53,8 @@ TEST(CommBench, JsonHasEverySizeWithNcclTestsBusBandwidthFactors) {
 }
 
 TEST(CommBench, BadInputIsOneMessageAndExitTwo) {
-  for (const char* args : {"comm bench allreduce --ranks 1", "comm bench broadcast", "comm bench alltoall --algo ring",
-                           "comm bench allreduce --dtype fp8e4m3", "comm bench allreduce -b 1M -e 1K",
+  for (const char* args : {"comm bench allreduce --ranks 1", "comm bench allreduce --ranks 0", "comm bench broadcast",
+                           "comm bench alltoall --algo ring", "comm bench allreduce --dtype fp8e4m3", "comm bench allreduce -b 1M -e 1K",
                            "comm bench allreduce --ranks 4 --inject rank=4,hang", "comm bench allreduce --inject rank=1,explode",
                            "comm bench allreduce --timeout 0", "comm check --counts 0"}) {
     const MpiResult r = run_mpi(args, 30);
