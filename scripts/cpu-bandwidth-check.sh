@@ -4,7 +4,8 @@
 # the ceilings (probe), then every CPU rung of the memory-bound ops on a working set past every
 # cache (16384 x 8192: 512 MiB of fp32 in, as much out) in fp32, bf16 and fp16 (DTYPES to pick;
 # RUNGS=best for each op's best rung alone), and fp32 gemm's tiled rung beside OpenBLAS at 1024^3
-# and 4096^3 (GEMM_SIZES), and writes one results file per machine kind and level,
+# and 4096^3 (GEMM_SIZES; at the generic level against OpenBLAS's SSE kernels, OPENBLAS_CORETYPE
+# Core2 unless set), and writes one results file per machine kind and level,
 # $OUT_ROOT/<cpu>/<date>-<commit>-<level>.json (OUT_ROOT: bench/results/cpu; the commit: git's, or
 # KERNELAB_COMMIT where there is no git), with the probe (CPU model, the level and its
 # extensions, the CPU's best level, huge pages, triad) and every point. Run it on a quiet machine:
@@ -36,8 +37,13 @@ for level in $LEVELS; do
       "$bin" bench "$op" --rows 16384 --cols 8192 --dtype "$dtype" --backend cpu ${rung[@]+"${rung[@]}"} --max-seconds 0.5 --json > "$tmp/$level/$op-$dtype.json"
     done
   done
+  # The generic level's peer is OpenBLAS's SSE kernels (Core2 unless OPENBLAS_CORETYPE says), not the
+  # AVX-512 ones it picks for this CPU: a CPU that runs our generic level would not run those.
+  blas_core=${OPENBLAS_CORETYPE:-}
+  [ "$level" = generic ] && blas_core=${OPENBLAS_CORETYPE:-Core2}
+  OPENBLAS_CORETYPE=$blas_core "$bin" list --json > "$tmp/$level/list.json"
   for n in $gemm_sizes; do
-    "$bin" bench gemm --m $n --n $n --k $n --dtype fp32 --backend cpu --variant cpu_tiled openblas --max-seconds 2 --json > "$tmp/$level/gemm-$n.json"
+    OPENBLAS_CORETYPE=$blas_core "$bin" bench gemm --m $n --n $n --k $n --dtype fp32 --backend cpu --variant cpu_tiled openblas --max-seconds 2 --json > "$tmp/$level/gemm-$n.json"
   done
 done
 python3 - "$tmp" "$commit" "$ops" "$dtypes" "$gemm_sizes" "$out_root" $LEVELS <<'PY'
@@ -51,6 +57,8 @@ for level in levels:
     for dtype in dtypes:
         for op in ops:
             points += json.load(open(f"{tmp}/{level}/{op}-{dtype}.json"))["points"]
+    gemm_op = next(o for o in json.load(open(f"{tmp}/{level}/list.json"))["ops"] if o["op"] == "gemm")
+    openblas = next(v["note"] for v in gemm_op["variants"] if v["name"] == "openblas")
     gemm = []
     for n in sizes:
         gemm += json.load(open(f"{tmp}/{level}/gemm-{n}.json"))["points"]
@@ -58,7 +66,7 @@ for level in levels:
     os.makedirs(os.path.dirname(out), exist_ok=True)
     command = ("KERNELAB_CPU_ISA=LEVEL kernelab bench OP --backend cpu --rows 16384 --cols 8192 --dtype DTYPE --max-seconds 0.5 --json; "
                "kernelab bench gemm --m N --n N --k N --dtype fp32 --backend cpu --variant cpu_tiled openblas --max-seconds 2 --json")
-    json.dump({"command": command, "probe": probe, "points": points, "gemm": gemm}, open(out, "w"), indent=2)
+    json.dump({"command": command, "probe": probe, "points": points, "gemm": gemm, "openblas": openblas}, open(out, "w"), indent=2)
     print(f"wrote {out}")
     print(f"{probe['cpu']}: {probe['threads']} threads, {probe['isa_used']} rungs ({probe['isa_extensions']}) on an {probe['isa_cpu']} CPU, "
           f"huge pages {probe['huge_pages']}, triad {probe['triad_bytes_per_s'] / 1e9:.1f} GB/s")
@@ -67,6 +75,6 @@ for level in levels:
     for n in sizes:
         t = {p["variant"]: p["median_s"] for p in gemm if f"m={n}," in p["shape"]}
         if "cpu_tiled" in t and "openblas" in t:
-            print(f"  gemm {n}^3 fp32: cpu_tiled {t['cpu_tiled']*1e3:.1f} ms, openblas {t['openblas']*1e3:.1f} ms: "
+            print(f"  gemm {n}^3 fp32: cpu_tiled {t['cpu_tiled']*1e3:.1f} ms, openblas ({openblas.split('; ')[-1]}) {t['openblas']*1e3:.1f} ms: "
                   f"{t['openblas'] / t['cpu_tiled'] * 100:.0f}% of OpenBLAS's speed")
 PY

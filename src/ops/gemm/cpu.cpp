@@ -2,13 +2,15 @@
 //   cpu_naive: the textbook triple loop over strided A and B, one thread, fp32 accumulation.
 //   cpu_tiled: A and B packed into cache-sized fp32 panels (KC x NC of B in L2, a KC x NR strip
 //              in L1) and a register tile of 6 rows by two vectors of FMAs per step (6x16 on
-//              AVX2 and AVX-512, 6x8 on SSE2), blocks of rows spread over cores.
-//   openblas:  the library peer (cblas_sgemm), fp32 only.
+//              AVX2 and AVX-512, 6x8 on SSE2, where A is packed pre-broadcast), blocks of rows
+//              spread over cores.
+//   openblas:  the library peer (cblas_sgemm), fp32 only; its note names the kernels OpenBLAS chose.
 #include <cblas.h>
 #include <omp.h>
 
 #include <algorithm>
 #include <cstring>
+#include <string>
 
 #include "ops/cpu_math.h"
 #include "ops/cpu_variant.h"
@@ -79,6 +81,15 @@ inline vec load_vec(const float* p) {
   return v;
 }
 
+// SSE2 has no broadcast from memory: a movss and a shufps for each of A's MR values a step, on the
+// pipes the multiplies and adds need. There A is packed with each value already in all VW lanes
+// (kBcast copies), so the step's broadcast is a plain load.
+#if defined(__AVX__)
+constexpr int64_t kBcast = 1;
+#else
+constexpr int64_t kBcast = VW;
+#endif
+
 // tile[MR][NR] = sum over l < kc of Ap[l][r] * Bp[l][j] (both packed, zero padded).
 inline void micro_kernel(int64_t kc, const float* Ap, const float* Bp, float* tile) {
   vec c[MR][2] = {};
@@ -86,9 +97,15 @@ inline void micro_kernel(int64_t kc, const float* Ap, const float* Bp, float* ti
     const vec b0 = load_vec(Bp + l * NR), b1 = load_vec(Bp + l * NR + VW);
 #pragma GCC unroll 6
     for (int r = 0; r < MR; ++r) {
-      const float ar = Ap[l * MR + r];
-      c[r][0] += ar * b0;
-      c[r][1] += ar * b1;
+      if constexpr (kBcast == 1) {
+        const float ar = Ap[l * MR + r];
+        c[r][0] += ar * b0;
+        c[r][1] += ar * b1;
+      } else {
+        const vec ar = load_vec(Ap + (l * MR + r) * kBcast);
+        c[r][0] += ar * b0;
+        c[r][1] += ar * b1;
+      }
     }
   }
   for (int r = 0; r < MR; ++r) {
@@ -100,7 +117,7 @@ inline void micro_kernel(int64_t kc, const float* Ap, const float* Bp, float* ti
 // fp32 D accumulates in place; a narrower D in an fp32 (m, n) buffer ahead of the packed panels.
 size_t tiled_workspace(const GemmParams& p) {
   const size_t acc = p.d == DType::f32 ? 0 : static_cast<size_t>(p.m * p.n);
-  return (acc + KC * NC + static_cast<size_t>(omp_get_max_threads()) * MC * KC) * sizeof(float);
+  return (acc + KC * NC + static_cast<size_t>(omp_get_max_threads()) * MC * KC * kBcast) * sizeof(float);
 }
 
 template <class T> void tiled(const GemmParams& p, const Args& a) {
@@ -114,7 +131,7 @@ template <class T> void tiled(const GemmParams& p, const Args& a) {
   float* Ap_all = Bp + KC * NC;
 #pragma omp parallel
   {
-    float* Ap = Ap_all + omp_get_thread_num() * MC * KC;
+    float* Ap = Ap_all + omp_get_thread_num() * MC * KC * kBcast;
     alignas(64) float tile[MR * NR];
     for (int64_t jc = 0; jc < n; jc += NC) {
       const int64_t nc = std::min(NC, n - jc);
@@ -130,11 +147,13 @@ template <class T> void tiled(const GemmParams& p, const Args& a) {
           const int64_t mc = std::min(MC, m - ic);
           for (int64_t is = 0; is < mc; is += MR)  // pack A block: panels of MR rows, zero padded
             for (int64_t l = 0; l < kc; ++l)
-              for (int64_t ii = 0; ii < MR; ++ii)
-                Ap[is * kc + l * MR + ii] = is + ii < mc ? A.at(ic + is + ii, pc + l) : 0.0f;
+              for (int64_t ii = 0; ii < MR; ++ii) {
+                const float v = is + ii < mc ? A.at(ic + is + ii, pc + l) : 0.0f;
+                for (int64_t q = 0; q < kBcast; ++q) Ap[(is * kc + l * MR + ii) * kBcast + q] = v;
+              }
           for (int64_t js = 0; js < nc; js += NR)
             for (int64_t is = 0; is < mc; is += MR) {
-              micro_kernel(kc, Ap + is * kc, Bp + js * kc, tile);
+              micro_kernel(kc, Ap + is * kc * kBcast, Bp + js * kc, tile);
               for (int64_t r = 0; r < std::min(MR, mc - is); ++r) {
                 const int64_t i = ic + is + r;
                 float* w = W + i * n + jc + js;
@@ -182,7 +201,11 @@ std::vector<Variant> KL_CPU_ISA::gemm_cpu_variants() {
                            "A and B packed into cache-sized fp32 panels and a register tile of 6 rows by two vectors of FMAs, row blocks over all cores",
                            run_tiled);
   tv.workspace_bytes = [](const Problem& p) { return tiled_workspace(p.as<GemmParams>()); };
-  Variant ob = cpu_variant("gemm", "openblas", "OpenBLAS cblas_sgemm, the CPU library a user would otherwise call", openblas, /*peer=*/true);
+  // The kernels OpenBLAS chose for this CPU at load (OPENBLAS_CORETYPE overrides), named in the note.
+  Variant ob = cpu_variant("gemm", "openblas",
+                           "OpenBLAS cblas_sgemm, the CPU library a user would otherwise call; its " + std::string(openblas_get_corename()) +
+                               " kernels here",
+                           openblas, /*peer=*/true);
   ob.supports = [](const Problem& problem) -> Reason {
     const GemmParams& p = problem.as<GemmParams>();
     if (p.a != DType::f32 || p.b != DType::f32 || p.c != DType::f32 || p.d != DType::f32) return "OpenBLAS (this build) has sgemm only: fp32";
