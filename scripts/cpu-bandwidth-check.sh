@@ -4,8 +4,8 @@
 # the ceilings (probe), then every CPU rung of the memory-bound ops on a working set past every
 # cache (16384 x 8192: 512 MiB of fp32 in, as much out) in fp32, bf16 and fp16 (DTYPES to pick;
 # RUNGS=best for each op's best rung alone), and fp32 gemm's tiled rung beside OpenBLAS at 1024^3
-# and 4096^3 (GEMM_SIZES; at the generic level against OpenBLAS's SSE kernels, OPENBLAS_CORETYPE
-# Core2 unless set), and writes one results file per machine kind and level,
+# and 4096^3 (GEMM_SIZES; at the generic and avx2 levels against OpenBLAS's kernels of that width,
+# OPENBLAS_CORETYPE Core2 and Haswell unless set), and writes one results file per machine kind and level,
 # $OUT_ROOT/<cpu>/<date>-<commit>-<level>.json (OUT_ROOT: bench/results/cpu; the commit: git's, or
 # KERNELAB_COMMIT where there is no git), with the probe (CPU model, the level and its
 # extensions, the CPU's best level, huge pages, triad) and every point. Run it on a quiet machine:
@@ -37,10 +37,12 @@ for level in $LEVELS; do
       "$bin" bench "$op" --rows 16384 --cols 8192 --dtype "$dtype" --backend cpu ${rung[@]+"${rung[@]}"} --max-seconds 0.5 --json > "$tmp/$level/$op-$dtype.json"
     done
   done
-  # The generic level's peer is OpenBLAS's SSE kernels (Core2 unless OPENBLAS_CORETYPE says), not the
-  # AVX-512 ones it picks for this CPU: a CPU that runs our generic level would not run those.
+  # A level's gemm peer is OpenBLAS's kernels of the same width (unless OPENBLAS_CORETYPE says):
+  # Core2's SSE ones for generic, Haswell's AVX2 ones for avx2, not the AVX-512 ones it picks for
+  # this CPU, which a CPU that runs our lower level does not have.
   blas_core=${OPENBLAS_CORETYPE:-}
   [ "$level" = generic ] && blas_core=${OPENBLAS_CORETYPE:-Core2}
+  [ "$level" = avx2 ] && blas_core=${OPENBLAS_CORETYPE:-Haswell}
   OPENBLAS_CORETYPE=$blas_core "$bin" list --json > "$tmp/$level/list.json"
   for n in $gemm_sizes; do
     OPENBLAS_CORETYPE=$blas_core "$bin" bench gemm --m $n --n $n --k $n --dtype fp32 --backend cpu --variant cpu_tiled openblas --max-seconds 2 --json > "$tmp/$level/gemm-$n.json"
