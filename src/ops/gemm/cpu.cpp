@@ -73,6 +73,7 @@ constexpr int64_t VW = 8;  // floats per vector register
 constexpr int64_t VW = 4;
 #endif
 constexpr int64_t MR = 6, NR = 2 * VW, KC = 256, MC = 120, NC = 1024;
+static_assert(MC % MR == 0, "a row block is whole panels");
 typedef float vec __attribute__((vector_size(VW * sizeof(float))));
 
 inline vec load_vec(const float* p) {
@@ -166,6 +167,10 @@ template <class T> void tiled(const GemmParams& p, const Args& a) {
   float* W = std::is_same_v<T, float> ? reinterpret_cast<float*>(a.out[0].as<T>()) : static_cast<float*>(a.workspace);
   float* Bp = static_cast<float*>(a.workspace) + (std::is_same_v<T, float> ? 0 : m * n);
   float* Ap_all = Bp + KC * NC;
+  // Row blocks of whole MR-row panels, at most MC rows, their count a multiple of the threads and
+  // their sizes a panel apart: 1024 rows in blocks of 120 gave one thread 544 and the other 480.
+  const int64_t panels = (m + MR - 1) / MR, threads = omp_get_max_threads();
+  const int64_t blocks = ((panels + MC / MR - 1) / (MC / MR) + threads - 1) / threads * threads;
 #pragma omp parallel
   {
     float* Ap = Ap_all + omp_get_thread_num() * MC * KC * kBcast;
@@ -177,9 +182,9 @@ template <class T> void tiled(const GemmParams& p, const Args& a) {
 #pragma omp for schedule(static)
         for (int64_t js = 0; js < nc; js += NR)  // pack B panel: strips of NR columns
           pack_b(B, pc, kc, jc + js, std::min(NR, nc - js), Bp + js * kc);
-#pragma omp for schedule(dynamic, 1)
-        for (int64_t ic = 0; ic < m; ic += MC) {
-          const int64_t mc = std::min(MC, m - ic);
+#pragma omp for schedule(static)
+        for (int64_t b = 0; b < blocks; ++b) {
+          const int64_t ic = MR * (b * panels / blocks), mc = std::min(m, MR * ((b + 1) * panels / blocks)) - ic;
           for (int64_t is = 0; is < mc; is += MR)  // pack A block: panels of MR rows
             pack_a(A, ic + is, std::min(MR, mc - is), pc, kc, Ap + is * kc * kBcast);
           for (int64_t js = 0; js < nc; js += NR)
