@@ -75,8 +75,9 @@ void transpose16x16(const uint32_t* x, int64_t ldx, uint32_t* y, int64_t ldy) {
 }
 #elif defined(__AVX2__)
 // x's 8x8 block of 4-byte elements transposed into r (register k = column k): 32-bit unpacks,
-// 64-bit shuffles and 128-bit lane permutes, 24 shuffles for 64 elements.
-void transpose8x8(const uint32_t* x, int64_t ldx, __m256* r) {
+// 64-bit shuffles and 128-bit lane permutes, 24 shuffles for 64 elements. Inlined by force: GCC
+// kept it a call, r going through the stack, and fp32 at 16384 x 8192 took 35 ms against 28.
+[[gnu::always_inline]] inline void transpose8x8(const uint32_t* x, int64_t ldx, __m256* r) {
   __m256 t[8];
   for (int i = 0; i < 8; ++i) r[i] = _mm256_loadu_ps(reinterpret_cast<const float*>(x + i * ldx));
   for (int i = 0; i < 8; i += 2) {  // t[i] = a0 b0 a1 b1 | a4 b4 a5 b5, t[i+1] = a2 b2 a3 b3 | a6 b6 a7 b7
@@ -111,7 +112,7 @@ void transpose16x16(const uint32_t* x, int64_t ldx, uint32_t* y, int64_t ldy) {
 // The same for 2-byte elements in 256-bit registers (16-, 32- and 64-bit unpacks, then one 128-bit
 // lane permute leave register k holding column k), two blocks down x at once so that each store
 // to y is a whole 64-byte line: half-line streaming stores to 32 rows of y at a time cost 1.6x.
-void transpose16x16(const uint16_t* x, int64_t ldx, __m256i* r) {
+[[gnu::always_inline]] inline void transpose16x16(const uint16_t* x, int64_t ldx, __m256i* r) {
   __m256i t[16];
   for (int i = 0; i < 16; ++i) r[i] = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(x + i * ldx));
   for (int i = 0; i < 16; i += 2) {
