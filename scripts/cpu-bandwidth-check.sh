@@ -5,8 +5,8 @@
 # cache (16384 x 8192: 512 MiB of fp32 in, as much out) in fp32, bf16 and fp16 (DTYPES to pick;
 # RUNGS=best for each op's best rung alone), and fp32 gemm's tiled rung beside OpenBLAS at 1024^3
 # and 4096^3 (GEMM_SIZES; at the generic and avx2 levels against OpenBLAS's kernels of that width,
-# OPENBLAS_CORETYPE Core2 and Haswell unless set), and writes one results file per machine kind and level,
-# $OUT_ROOT/<cpu>/<date>-<commit>-<level>.json (OUT_ROOT: bench/results/cpu; the commit: git's, or
+# OPENBLAS_CORETYPE Core2 and Haswell unless set), and writes one results file per machine kind and
+# level, $OUT_ROOT/<cpu>/<date>-<commit>-<level>.json (OUT_ROOT: bench/results/cpu; the commit: git's, or
 # KERNELAB_COMMIT where there is no git), with the probe (CPU model, the level and its
 # extensions, the CPU's best level, huge pages, triad) and every point. Run it on a quiet machine:
 # the probe and the points share the memory bus with everything else.
