@@ -332,7 +332,7 @@ checks_per_op() {  # one process per op, so a kernel that hangs costs its op alo
 }
 
 cpu_ladders() {  # issue 18 on the host's x86 kind, in the file format of bench/results/cpu/ (commit it there)
-  LEVELS=best RUNGS=best DTYPES="fp32 bf16" GEMM_SIZES=1024 OUT_ROOT="$W/cpu" KERNELAB="$kl" \
+  LEVELS=best RUNGS=best DTYPES="fp32 bf16" GEMM_SIZES="1024 4096" OUT_ROOT="$W/cpu" KERNELAB="$kl" \
     KERNELAB_COMMIT="$(cat .device-bin/commit 2>/dev/null || echo unknown)" bash scripts/cpu-bandwidth-check.sh
 }
 
