@@ -24,6 +24,7 @@ namespace fs = std::filesystem;
 
 namespace {
 
+using ::testing::ContainsRegex;
 using ::testing::HasSubstr;
 using ::testing::Not;
 
@@ -268,6 +269,8 @@ TEST(Cli, BenchTextShowsTheLadder) {
   ASSERT_EQ(r.code, 0) << r.err;
   for (const char* s : {"cpu_naive", "cpu_tiled", "openblas (peer)", "vs below", "vs peer", "median"})
     EXPECT_THAT(r.out, HasSubstr(s));
+  // "of bound" names the ceilings it divides by and where they were measured.
+  EXPECT_THAT(r.out, ContainsRegex("of bound: against [0-9.]+ TFLOP/s and [0-9.]+ GB/s \\(kernelab probe .*STREAM-style triad"));
 }
 
 TEST(Cli, BenchOneVariantTheDtypeRulesOut) {

@@ -94,6 +94,10 @@ void print_ladders(const std::vector<Ladder>& ladders) {
                       format_ratio(r.vs_below), format_ratio(r.vs_peer), fmt::format("{:.1e}", p.max_rel_err)});
     }
     print_table({"variant", "config", "median", "host launch", "p10-p90", "TFLOP/s", "GB/s", "of bound", "vs below", "vs peer", "max_rel_err"}, rows);
+    if (!L.rows.empty()) {  // what "of bound" is measured against, and where that figure comes from
+      const Point& p = L.rows.front().point;
+      fmt::print("of bound: against {:.3f} TFLOP/s and {:.1f} GB/s ({})\n", p.peak_flops / 1e12, p.bandwidth / 1e9, p.ceilings_source);
+    }
   }
 }
 
