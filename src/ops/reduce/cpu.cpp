@@ -30,7 +30,36 @@ template <class T> void naive(const ReduceParams& p, const Args& a) {
   if (total) y[0] = acc;
 }
 
+#if defined(KL_CPU_VEC)
+// The largest of a span in four vector maxima of pairs, as cpu::pair_sum adds (vmax keeps the
+// scalar loop's order of operands: the element where either is NaN).
+template <class T> float pair_max(const T* x, int64_t n) {
+  using cpu::Vec, cpu::kPair, cpu::vmax;
+  Vec m[4];
+  for (Vec& v : m) v = cpu::vset(-INFINITY);
+  int64_t j = 0;
+  for (; j + 2 * kPair <= n; j += 2 * kPair) {
+    const cpu::Pair p = cpu::load_pair(x + j), q = cpu::load_pair(x + j + kPair);
+    m[0] = vmax(m[0], p.a), m[1] = vmax(m[1], p.b), m[2] = vmax(m[2], q.a), m[3] = vmax(m[3], q.b);
+  }
+  if (j + kPair <= n) {
+    const cpu::Pair p = cpu::load_pair(x + j);
+    m[0] = vmax(m[0], p.a), m[1] = vmax(m[1], p.b);
+    j += kPair;
+  }
+  float r = cpu::hmax(vmax(vmax(m[0], m[1]), vmax(m[2], m[3])));
+  for (; j < n; ++j) r = vmax(r, to_float(x[j]));
+  return r;
+}
+#endif
+
 template <class T> float reduce_span(const T* x, int64_t n, bool is_max) {
+#if defined(KL_CPU_VEC)
+  // In pairs of vectors, a 16-bit span converted as load_pair reads it (F16C for fp16). The
+  // generic level's loops vectorise fp16 through the software conversion, which held avx2's fp16
+  // at 11.9 ms against bf16's 7.6 (16384 x 8192).
+  return is_max ? pair_max(x, n) : cpu::pair_sum<false>(x, n);
+#else
   if (is_max) {
     float m = -INFINITY;
 #pragma omp simd reduction(max : m)
@@ -41,6 +70,7 @@ template <class T> float reduce_span(const T* x, int64_t n, bool is_max) {
 #pragma omp simd reduction(+ : s)
   for (int64_t j = 0; j < n; ++j) s += to_float(x[j]);
   return s;
+#endif
 }
 
 template <class T> void simd(const ReduceParams& p, const Args& a) {
