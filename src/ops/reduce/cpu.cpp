@@ -31,24 +31,12 @@ template <class T> void naive(const ReduceParams& p, const Args& a) {
 }
 
 #if defined(KL_CPU_VEC)
-// The largest of a span in four vector maxima of pairs, as cpu::pair_sum adds (vmax keeps the
-// scalar loop's order of operands: the element where either is NaN).
+// The largest of a span (vmax keeps the scalar loop's order of operands: the element where either
+// is NaN).
 template <class T> float pair_max(const T* x, int64_t n) {
-  using cpu::Vec, cpu::kPair, cpu::vmax;
-  Vec m[4];
-  for (Vec& v : m) v = cpu::vset(-INFINITY);
-  int64_t j = 0;
-  for (; j + 2 * kPair <= n; j += 2 * kPair) {
-    const cpu::Pair p = cpu::load_pair(x + j), q = cpu::load_pair(x + j + kPair);
-    m[0] = vmax(m[0], p.a), m[1] = vmax(m[1], p.b), m[2] = vmax(m[2], q.a), m[3] = vmax(m[3], q.b);
-  }
-  if (j + kPair <= n) {
-    const cpu::Pair p = cpu::load_pair(x + j);
-    m[0] = vmax(m[0], p.a), m[1] = vmax(m[1], p.b);
-    j += kPair;
-  }
-  float r = cpu::hmax(vmax(vmax(m[0], m[1]), vmax(m[2], m[3])));
-  for (; j < n; ++j) r = vmax(r, to_float(x[j]));
+  const auto max = [](cpu::Vec a, cpu::Vec b) { return cpu::vmax(a, b); };
+  float r = cpu::hmax(cpu::pair_fold(x, n, cpu::vset(-INFINITY), max, max));
+  for (int64_t j = n / cpu::kPair * cpu::kPair; j < n; ++j) r = cpu::vmax(r, to_float(x[j]));
   return r;
 }
 #endif

@@ -60,20 +60,11 @@ template <class T> void fused_row_vec(const T* xr, const T* next, float* e, T* y
   using cpu::Vec, cpu::kPair;
   const int64_t whole = valid / kPair * kPair;
   const Vec sc = cpu::vset(scale);
-  Vec mv[4];  // four running maxima: one would wait on vmaxps's latency every vector
-  for (Vec& v : mv) v = cpu::vset(-INFINITY);
-  int64_t j = 0;
-  for (; j + 2 * kPair <= whole; j += 2 * kPair) {
-    const cpu::Pair p = cpu::load_pair(xr + j), q = cpu::load_pair(xr + j + kPair);
-    mv[0] = cpu::vmax(mv[0], cpu::vmul(sc, p.a)), mv[1] = cpu::vmax(mv[1], cpu::vmul(sc, p.b));
-    mv[2] = cpu::vmax(mv[2], cpu::vmul(sc, q.a)), mv[3] = cpu::vmax(mv[3], cpu::vmul(sc, q.b));
-  }
-  if (j < whole) {
-    const cpu::Pair p = cpu::load_pair(xr + j);
-    mv[0] = cpu::vmax(mv[0], cpu::vmul(sc, p.a)), mv[1] = cpu::vmax(mv[1], cpu::vmul(sc, p.b));
-  }
-  float mx = cpu::hmax(cpu::vmax(cpu::vmax(mv[0], mv[1]), cpu::vmax(mv[2], mv[3])));
-  for (j = whole; j < valid; ++j) mx = cpu::vmax(mx, scale * to_float(xr[j]));
+  const auto max = [](Vec a, Vec b) { return cpu::vmax(a, b); };
+  const auto scaled_max = [&](Vec m, Vec x) { return cpu::vmax(m, cpu::vmul(sc, x)); };
+  float mx = cpu::hmax(cpu::pair_fold(xr, whole, cpu::vset(-INFINITY), scaled_max, max));
+  int64_t j = whole;
+  for (; j < valid; ++j) mx = cpu::vmax(mx, scale * to_float(xr[j]));
   // exp(scale x - max) = 2^(x scale log2e - max log2e), the exponent in one FMA. The constant's
   // rounding shifts every exponent of the row alike, which the normalisation divides out.
   const float sc2 = scale * cpu::kLog2e, mx2 = mx * cpu::kLog2e;
