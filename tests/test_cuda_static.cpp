@@ -12,7 +12,6 @@
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
-#include <sstream>
 
 #include "hw/occupancy.h"
 #include "kernelab/harness.h"
@@ -21,13 +20,6 @@
 namespace fs = std::filesystem;
 
 namespace {
-
-std::string slurp(const fs::path& p) {
-  std::ifstream in(p);
-  std::stringstream ss;
-  ss << in.rdbuf();
-  return ss.str();
-}
 
 std::vector<std::pair<const kl::Op*, const kl::Variant*>> cuda_variants() {
   std::vector<std::pair<const kl::Op*, const kl::Variant*>> vs;

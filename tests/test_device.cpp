@@ -51,7 +51,7 @@ __global__ void store_byte(unsigned char* x, int64_t i, unsigned char v) { x[i] 
 std::vector<Tensor> sim_tensors() {
   Tensor host = Tensor::host(DType::f32, {7, 33});
   host.fill_bytes(0);
-  return {sim().allocate({"y", DType::f32, {7, 33}}), sim().upload(host)};
+  return {sim().allocate({"y", DType::f32, {7, 33}, {}}), sim().upload(host)};
 }
 
 TEST(DeviceGuards, InBoundsKernelLeavesTheGuardsIntact) {

@@ -99,9 +99,9 @@ TEST(HwDatabase, FiguresAreMutuallyConsistent) {
     const int lanes = cc(g) <= 80 ? 64 : 128;  // FP32 lanes per SM: 64 on Turing and GA100
     EXPECT_TRUE(near(g.peak.at("fp32").value, g.sm_count.value * lanes * 2 * g.boost_clock_mhz.value * 1e6));
     const double fp16 = g.peak.at("fp16").value;
-    if (g.peak.at("bf16").value > 0) EXPECT_EQ(g.peak.at("bf16").value, fp16);
-    if (g.peak.at("tf32").value > 0) EXPECT_TRUE(near(g.peak.at("tf32").value, fp16 / 2));
-    if (g.peak.at("fp8").value > 0) EXPECT_TRUE(near(g.peak.at("fp8").value, 2 * fp16));
+    if (g.peak.at("bf16").value > 0) { EXPECT_EQ(g.peak.at("bf16").value, fp16); }
+    if (g.peak.at("tf32").value > 0) { EXPECT_TRUE(near(g.peak.at("tf32").value, fp16 / 2)); }
+    if (g.peak.at("fp8").value > 0) { EXPECT_TRUE(near(g.peak.at("fp8").value, 2 * fp16)); }
     EXPECT_GT(g.memory_bandwidth.value, 100e9);
     EXPECT_LT(g.memory_bandwidth.value, 10e12);
     EXPECT_GE(g.memory_bytes.value, 16.0 * (1 << 30));
@@ -189,9 +189,9 @@ Hand hand_occupancy(const ArchLimits& a, int threads, int regs, int64_t smem) {
   auto up = [](int64_t x, int64_t u) { return (x + u - 1) / u * u; };
   if (threads < 1 || threads > a.max_threads_per_block || regs < 0 || regs > a.max_regs_per_thread || smem < 0 ||
       smem > a.max_smem_per_block)
-    return {true};
+    return {true, 0, {}};
   const int64_t warps = (threads + 31) / 32, reg_per_warp = up(regs * 32, a.reg_alloc_unit);
-  if (reg_per_warp * up(warps, a.warp_alloc_granularity) > a.max_regs_per_block) return {true};
+  if (reg_per_warp * up(warps, a.warp_alloc_granularity) > a.max_regs_per_block) return {true, 0, {}};
   const int64_t by_warps = a.max_warps_per_sm / warps;
   const int64_t by_regs =
       reg_per_warp == 0 ? INT_MAX

@@ -190,8 +190,8 @@ TEST(Reference, GemmColumnMajorOperands) {
       SCOPED_TRACE(std::string("a_layout=") + la + " b_layout=" + lb);
       Problem p = kl::make_problem(op, DType::f32, {{"m", 2}, {"n", 3}, {"k", 2}}, {{"a_layout", la}, {"b_layout", lb}});
       auto in = make_inputs(op, p);
-      if (std::string(la) == "col") EXPECT_EQ(in[0].strides(), (std::vector<int64_t>{1, 2}));
-      if (std::string(lb) == "col") EXPECT_EQ(in[1].strides(), (std::vector<int64_t>{1, 2}));
+      if (std::string(la) == "col") { EXPECT_EQ(in[0].strides(), (std::vector<int64_t>{1, 2})); }
+      if (std::string(lb) == "col") { EXPECT_EQ(in[1].strides(), (std::vector<int64_t>{1, 2})); }
       set_matrix(in[0], {{1, 2}, {3, 4}});
       set_matrix(in[1], {{1, 0, -1}, {2, 1, 0}});
       set_matrix(in[2], {{NAN, NAN, NAN}, {NAN, NAN, NAN}});  // beta 0: C is never read
@@ -1043,9 +1043,10 @@ TEST(CpuMath, GeluKeepsItsStatedError) {
         misrounded += bits(y, j) != bits(rounded, j);
         ++compared;
       }
-      if (t != DType::f32)
+      if (t != DType::f32) {
         EXPECT_LT(misrounded, compared / 100) << kl::cpu::isa_name(isa) << " " << kl::dtype_name(t) << ": " << misrounded << " of "
                                               << compared << " misrounded";
+      }
     }
   }
 }

@@ -87,7 +87,7 @@ void check_round_trip(const Matrix& w, const QuantSpec& spec) {
         ADD_FAILURE() << describe(spec, w) << ": element (" << r << "," << c << ") " << x0 << " -> " << y << ", scale " << s;
     }
   EXPECT_EQ(bad, 0) << describe(spec, w);
-  if (!may_clip) EXPECT_EQ(outside, 0) << describe(spec, w) << ": RTN clipped";
+  if (!may_clip) { EXPECT_EQ(outside, 0) << describe(spec, w) << ": RTN clipped"; }
 }
 
 std::vector<Granularity> all_granularities() {
@@ -217,7 +217,7 @@ TEST(QuantPartialTiles, LastGroupUsesItsOwnElements) {
     for (int64_t r = 0; r < w.rows; ++r) {
       const size_t tf = static_cast<size_t>(full.tile_of(r, start)), tp = static_cast<size_t>(part.tile_of(r, 0));
       EXPECT_EQ(full.scales[tf], part.scales[tp]) << describe(spec, w) << " row " << r;
-      if (!full.zeros.empty()) EXPECT_EQ(full.zeros[tf], part.zeros[tp]);
+      if (!full.zeros.empty()) { EXPECT_EQ(full.zeros[tf], part.zeros[tp]); }
       for (int64_t c = 0; c < tail; ++c)
         EXPECT_EQ(full.codes[static_cast<size_t>(r * w.cols + start + c)], part.codes[static_cast<size_t>(r * tail + c)]);
     }
@@ -287,7 +287,7 @@ TEST(QuantClip, NeverWorseThanRtnOnAnyTile) {
       better += ec < er;
       EXPECT_EQ(ec < er, clip.clip[static_cast<size_t>(t)] < 1.0);
     }
-    if (spec.format == Format::int4) EXPECT_GT(better, 0) << describe(spec, w);
+    if (spec.format == Format::int4) { EXPECT_GT(better, 0) << describe(spec, w); }
   }
 }
 

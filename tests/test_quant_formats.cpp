@@ -11,7 +11,6 @@
 #include <cmath>
 #include <cstdint>
 #include <bit>
-#include <cstring>
 #include <limits>
 #include <random>
 #include <vector>
@@ -135,8 +134,7 @@ void compare_all(const char* what, const std::vector<In>& inputs, Ours ours, Ref
 TEST(QuantFormatsCuda, E2m1EveryPatternDecodes) {
   for (unsigned c = 0; c < 16; ++c) {
     const __half_raw h = __nv_cvt_fp4_to_halfraw(static_cast<__nv_fp4_storage_t>(c), __NV_E2M1);
-    __half hv;
-    std::memcpy(&hv, &h, sizeof hv);
+    const __half hv = h;
     EXPECT_EQ(fbits(kl::quant::e2m1_to_float(static_cast<uint8_t>(c))), fbits(__half2float(hv))) << c;
   }
 }

@@ -214,7 +214,7 @@ TEST_F(ReportTest, CudaVariantNotYetRunOnAGpuWithoutResults) {
   EXPECT_TRUE(r->sim_passed);
   EXPECT_FALSE(r->resources.empty());
   for (const auto& other : rows)
-    if (other.variant != variant) EXPECT_NE(other.simulator.find("not checked"), std::string::npos) << other.simulator;
+    if (other.variant != variant) { EXPECT_NE(other.simulator.find("not checked"), std::string::npos) << other.simulator; }
 }
 
 TEST_F(ReportTest, CudaVariantVerifiedByAResultsFilePoint) {

@@ -104,7 +104,7 @@ std::vector<const void*> run_shifted(const kl::Op& op, const kl::Variant& v, con
     EXPECT_LE(kl::output_error(op, prep, i, got), kl::check_tolerance(op, v, prep)) << "output " << i;
     const Tensor whole = sim().download(held[i].whole);  // around the output: still poison (NaN never equals itself)
     for (int64_t j = 0; j < whole.numel(); ++j)
-      if (j < shift || j >= shift + got.numel()) EXPECT_TRUE(std::isnan(whole.get(j))) << "wrote element " << j << " of output " << i;
+      if (j < shift || j >= shift + got.numel()) { EXPECT_TRUE(std::isnan(whole.get(j))) << "wrote element " << j << " of output " << i; }
   }
   return log.kernels();
 }

@@ -19,7 +19,7 @@
 namespace {
 using namespace kl::trace;
 
-std::string data(const std::string& name) { return std::string(KERNELAB_SOURCE_DIR) + "/tests/data/traces/" + name; }
+std::string data(const std::string& name) { return std::string(KERNELAB_SOURCE_DIR).append("/tests/data/traces/").append(name); }
 
 Report two_streams(const std::string& file = "two_streams.json") {
   AnalyzeOptions opt;
