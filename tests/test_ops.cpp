@@ -954,6 +954,48 @@ TEST(CpuHalf, BranchFreeConversionsAreBitExact) {
   EXPECT_GT(checked, 1000000);
 }
 
+// Where the i-th float of a pair (a's lanes, then b's) sits among a pair's 2 kLanes elements of T:
+// in order, except bf16's even elements in a and odd in b (cpu_math.h's pair order).
+template <class T> int64_t element_of(int64_t i) {
+  constexpr int64_t lanes = kl::cpu::kLanes;
+  if constexpr (std::is_same_v<T, kl::cpu::BHalf>) return i < lanes ? 2 * i : 2 * (i - lanes) + 1;
+  return i;
+}
+
+// The vector conversions of load_pair and store_pair, here the generic level's (SSE2 has no fp16
+// instructions: both directions in integer arithmetic), bit-exact with to_float and from_float:
+// every 16-bit pattern widened; narrowed, every fp16 value's neighbourhood as above and a stride
+// through all float patterns.
+template <class T> void expect_pair_conversions_exact() {
+  constexpr int64_t kPair = kl::cpu::kPair;
+  T in[kPair];
+  float wide[kPair];
+  for (uint32_t h0 = 0; h0 < 0x10000; h0 += kPair) {
+    for (int64_t e = 0; e < kPair; ++e) in[e] = T{static_cast<uint16_t>(h0 + e)};
+    kl::cpu::store_pair(wide, kl::cpu::load_pair(in), false);
+    for (int64_t i = 0; i < kPair; ++i)
+      ASSERT_EQ(float_bits(wide[i]), float_bits(kl::cpu::to_float(in[element_of<T>(i)]))) << std::hex << h0 + element_of<T>(i);
+  }
+  std::vector<float> floats;
+  for (uint32_t h = 0; h < 0x7C00; ++h) {
+    const float lo = kl::f16_to_float(static_cast<uint16_t>(h)), hi = kl::f16_to_float(static_cast<uint16_t>(h + 1));
+    const float mid = 0.5f * (lo + hi);
+    for (float f : {lo, mid, std::nextafter(mid, 0.0f), std::nextafter(mid, INFINITY)}) floats.insert(floats.end(), {f, -f});
+  }
+  for (uint64_t u = 0; u < (uint64_t{1} << 32); u += 4099) floats.push_back(std::bit_cast<float>(static_cast<uint32_t>(u)));
+  floats.resize(floats.size() / kPair * kPair);
+  for (size_t k = 0; k < floats.size(); k += kPair) {
+    T out[kPair];
+    kl::cpu::store_pair(out, kl::cpu::load_pair(&floats[k]), false);
+    for (int64_t i = 0; i < kPair; ++i)
+      ASSERT_EQ(out[element_of<T>(i)].bits, kl::cpu::from_float<T>(floats[k + i]).bits) << std::hexfloat << floats[k + i];
+  }
+}
+TEST(CpuHalf, PairConversionsAreBitExact) {
+  expect_pair_conversions_exact<kl::cpu::Half>();
+  expect_pair_conversions_exact<kl::cpu::BHalf>();
+}
+
 // The exp2 polynomial of softmax's CPU rung keeps the relative error its comment states (2.3e-7 in
 // float; here without FMA, the generic build's) over every exponent a softmax meets, t in [-126, 0],
 // and at the points where f changes sign and n steps.
@@ -971,13 +1013,13 @@ TEST(CpuMath, Exp2PolynomialKeepsItsStatedError) {
   EXPECT_EQ(kl::cpu::exp2_scalar(-1000.0f), std::ldexp(kl::cpu::exp2_scalar(0.0f), -127));  // clamped, not 0 or a NaN
 }
 
-// The row sums of the generic level's norms against a float64 sum, on lengths around each vector
-// width (the vector levels' pair_sum is checked by the norms' check cases at every level,
-// Registry/AllVariants).
+// The norms' row sums (cpu::pair_sum, here at the generic level, SSE2: 4 lanes, pairs of 8) against
+// a float64 sum, on lengths around the pair and the four accumulators' 16 (the vector levels' are
+// checked by the norms' check cases at every level, Registry/AllVariants).
 TEST(CpuMath, RowSumsMatchFloat64) {
   std::mt19937 rng(7);
   std::uniform_real_distribution<float> dist(-2.0f, 3.0f);
-  for (int64_t n : {1, 7, 15, 16, 17, 63, 64, 65, 129, 1000, 8192}) {
+  for (int64_t n : {1, 7, 8, 9, 15, 16, 17, 23, 24, 25, 63, 64, 65, 129, 1000, 8192}) {
     std::vector<float> v(static_cast<size_t>(n));
     double s = 0, magnitude = 0;
     for (float& x : v) {
@@ -988,8 +1030,8 @@ TEST(CpuMath, RowSumsMatchFloat64) {
     const double mean = s / static_cast<double>(n);
     double sq = 0;
     for (float x : v) sq += (x - static_cast<float>(mean)) * static_cast<double>(x - static_cast<float>(mean));
-    EXPECT_NEAR(kl::cpu::sum(v.data(), n), s, 2e-6 * magnitude) << n;  // one element left out is 1/n of it
-    EXPECT_NEAR(kl::cpu::sum_sq_dev(v.data(), n, static_cast<float>(mean)), sq, 1e-5 * sq) << n;
+    EXPECT_NEAR(kl::cpu::pair_sum<false>(v.data(), n), s, 2e-6 * magnitude) << n;  // one element left out is 1/n of it
+    EXPECT_NEAR(kl::cpu::pair_sum<true>(v.data(), n, static_cast<float>(mean)), sq, 1e-5 * sq) << n;
   }
 }
 

@@ -102,9 +102,6 @@ inline float dot(const float* x, const float* y, int64_t n) {
   return s;
 }
 
-// exp(x) for float, branch-free so loops over it vectorise: x = n ln2 + r, |r| <= ln2/2,
-// exp(r) by a degree-6 polynomial, 2^n built in the exponent bits: relative error 6.3e-7 on [-10, 10] and
-// 3.8e-6 on [-80, 80] (measured against std::exp every 0.001, with FMA and without).
 // max/min as compares: they vectorise (std::fmax is a libm call with NaN rules).
 inline float vmax(float a, float b) { return a > b ? a : b; }
 inline float vmin(float a, float b) { return a < b ? a : b; }
@@ -120,28 +117,11 @@ inline float madd(float a, float b, float c) {
 }
 
 inline constexpr float kLog2e = 1.44269504088896341f;
-inline float fast_exp(float x) {
-  x = vmin(vmax(x, -87.0f), 88.0f);
-  const float round_magic = 12582912.0f;  // 1.5 * 2^23: adding it rounds to an integer
-  const float n = (x * kLog2e + round_magic) - round_magic;
-  const float r = madd(n, -0.693145751953125f, madd(n, -1.428606765330187e-06f, x));  // n * hi is exact either way
-  float p = 1.0f / 720;
-  p = madd(p, r, 1.0f / 120);
-  p = madd(p, r, 1.0f / 24);
-  p = madd(p, r, 1.0f / 6);
-  p = madd(p, r, 0.5f);
-  p = madd(p, r, 1.0f);
-  p = madd(p, r, 1.0f);
-  const int32_t bits = (static_cast<int32_t>(n) + 127) << 23;
-  float scale;
-  std::memcpy(&scale, &bits, 4);
-  return p * scale;
-}
 
 // 2^f on [-1/2, 1/2] by a degree-5 polynomial fitted here (Lawson's reweighted least squares,
 // relative error 7.5e-8; 2.3e-7 evaluated in float). exp(x) is 2^(x log2e), with the multiply
 // folded into whatever computed x: softmax's exp pass then takes 10 operations a vector, not the
-// 14 of fast_exp's form.
+// 14 of exp(x) = 2^n exp(r) with x = n ln2 + r.
 inline constexpr float kExp2Poly[6] = {1.00000012f, 0.693146944f, 0.240221202f, 0.0555071309f, 0.00967554189f, 0.00132764725f};
 // 2^t on one float, t = n + f with n = round(t), t clamped at -127 (2^-127 and below scale to a
 // subnormal, as exp does); bit-identical with AVX2's vexp2 where t >= -126.5 (a row's tail beside
@@ -156,14 +136,20 @@ inline float exp2_scalar(float t) {
 #if defined(__AVX512F__) && defined(__AVX512BW__) && defined(__AVX512VL__)
 #define KL_CPU_AVX512 1
 #endif
-#if defined(KL_CPU_AVX512) || (defined(__AVX2__) && defined(__FMA__) && defined(__F16C__))
-#define KL_CPU_VEC 1
+#if !defined(KL_CPU_AVX512) && defined(__AVX2__) && defined(__FMA__) && defined(__F16C__)
+#define KL_CPU_AVX2 1
+#endif
+// fp16 converted in integer arithmetic by load_pair and store_pair (a dozen operations or more a
+// vector): worth converting once where a row is read several times.
+#if defined(KL_CPU_AVX512) || defined(KL_CPU_AVX2)
+inline constexpr bool kSoftHalf = false;
+#else
+inline constexpr bool kSoftHalf = true;
 #endif
 
-#if defined(KL_CPU_VEC)
-// One vector of floats at this build's width, 16 lanes on AVX-512 and 8 on AVX2, so that a row's
-// vector code is written once for both levels (the generic level runs loops the compiler
-// vectorises). Mask: a lane-wise condition, a mask register or a vector of all-ones lanes.
+// One vector of floats at this build's width, 16 lanes on AVX-512, 8 on AVX2 and 4 on SSE2 (the
+// generic level), so that a row's vector code is written once for all three levels. Mask: a
+// lane-wise condition, a mask register or a vector of all-ones lanes.
 #if defined(KL_CPU_AVX512)
 using Vec = __m512;
 using Mask = __mmask16;
@@ -192,7 +178,7 @@ inline Vec vexp2(Vec t) {
   for (int i = 4; i >= 0; --i) p = _mm512_fmadd_ps(p, f, _mm512_set1_ps(kExp2Poly[i]));
   return _mm512_scalef_ps(p, n);
 }
-#else
+#elif defined(KL_CPU_AVX2)
 using Vec = __m256;
 using Mask = __m256;
 inline constexpr int kLanes = 8;
@@ -228,6 +214,46 @@ inline Vec vexp2(Vec t) {
   for (int i = 4; i >= 0; --i) p = _mm256_fmadd_ps(p, f, _mm256_set1_ps(kExp2Poly[i]));
   const __m256i two_n = _mm256_slli_epi32(_mm256_add_epi32(_mm256_cvtps_epi32(n), _mm256_set1_epi32(127)), 23);
   return _mm256_mul_ps(p, _mm256_castsi256_ps(two_n));
+}
+#else
+// SSE2, every x86-64: no FMA (vfma is a multiply and an add, rounded twice), no blend, no round
+// instruction, and no conversion to or from fp16 (load_pair and store_pair convert in integer
+// arithmetic, as to_float and from_float do).
+using Vec = __m128;
+using Mask = __m128;
+inline constexpr int kLanes = 4;
+inline Vec vset(float x) { return _mm_set1_ps(x); }
+inline Vec vadd(Vec a, Vec b) { return _mm_add_ps(a, b); }
+inline Vec vsub(Vec a, Vec b) { return _mm_sub_ps(a, b); }
+inline Vec vmul(Vec a, Vec b) { return _mm_mul_ps(a, b); }
+inline Vec vmax(Vec a, Vec b) { return _mm_max_ps(a, b); }  // b where either is NaN
+inline Vec vmin(Vec a, Vec b) { return _mm_min_ps(a, b); }
+inline Vec vfma(Vec a, Vec b, Vec c) { return _mm_add_ps(_mm_mul_ps(a, b), c); }
+inline Vec vfms(Vec a, Vec b, Vec c) { return _mm_sub_ps(_mm_mul_ps(a, b), c); }
+inline Vec vfnma(Vec a, Vec b, Vec c) { return _mm_sub_ps(c, _mm_mul_ps(a, b)); }
+inline Vec vrcp(Vec a) { return _mm_rcp_ps(a); }
+inline Mask vgt(Vec a, Vec b) { return _mm_cmpgt_ps(a, b); }
+inline Mask vne(Vec a, Vec b) { return _mm_or_ps(_mm_cmplt_ps(a, b), _mm_cmpgt_ps(a, b)); }  // ordered, as AVX's _CMP_NEQ_OQ
+inline Vec vselect(Mask m, Vec yes, Vec no) { return _mm_or_ps(_mm_and_ps(m, yes), _mm_andnot_ps(m, no)); }
+inline __m128i vselect(__m128i m, __m128i yes, __m128i no) { return _mm_or_si128(_mm_and_si128(m, yes), _mm_andnot_si128(m, no)); }
+inline float hsum(Vec a) {
+  const __m128 s = _mm_add_ps(a, _mm_movehl_ps(a, a));
+  return _mm_cvtss_f32(_mm_add_ss(s, _mm_shuffle_ps(s, s, 1)));
+}
+inline float hmax(Vec a) {
+  const __m128 s = _mm_max_ps(a, _mm_movehl_ps(a, a));
+  return _mm_cvtss_f32(_mm_max_ss(s, _mm_shuffle_ps(s, s, 1)));
+}
+// 2^t as AVX2's vexp2, n rounded to nearest even by adding and subtracting 1.5 2^23 (t <= 2^22).
+inline Vec vexp2(Vec t) {
+  t = _mm_max_ps(t, _mm_set1_ps(-127.0f));
+  const __m128 magic = _mm_set1_ps(12582912.0f);
+  const __m128 n = _mm_sub_ps(_mm_add_ps(t, magic), magic);
+  const __m128 f = _mm_sub_ps(t, n);
+  __m128 p = _mm_set1_ps(kExp2Poly[5]);
+  for (int i = 4; i >= 0; --i) p = vfma(p, f, _mm_set1_ps(kExp2Poly[i]));
+  const __m128i two_n = _mm_slli_epi32(_mm_add_epi32(_mm_cvtps_epi32(n), _mm_set1_epi32(127)), 23);
+  return _mm_mul_ps(p, _mm_castsi128_ps(two_n));
 }
 #endif
 inline Vec vzero() { return vset(0.0f); }
@@ -285,7 +311,7 @@ inline void store_pair(BHalf* p, Pair v, bool stream) {
   if (stream) _mm512_stream_si512(reinterpret_cast<__m512i*>(p), h);
   else _mm512_storeu_si512(p, h);
 }
-#else
+#elif defined(KL_CPU_AVX2)
 inline Pair load_pair(const float* p) { return {_mm256_loadu_ps(p), _mm256_loadu_ps(p + 8)}; }
 inline Pair load_pair(const Half* p) {
   return {_mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(p))),
@@ -320,6 +346,58 @@ inline void store_pair(BHalf* p, Pair v, bool stream) {
   const __m256i even = _mm256_blendv_epi8(_mm256_srli_epi32(bf16_rounding_sum(v.a), 16), _mm256_set1_epi32(0x7FFF), nan_a);
   const __m256i odd = _mm256_blendv_epi8(_mm256_and_si256(bf16_rounding_sum(v.b), _mm256_set1_epi32(int(0xFFFF0000u))), _mm256_set1_epi32(0x7FFF0000), nan_b);
   store256(p, _mm256_or_si256(even, odd), stream);
+}
+#else
+inline __m128i ivset(uint32_t x) { return _mm_set1_epi32(static_cast<int>(x)); }
+inline Pair load_pair(const float* p) { return {_mm_loadu_ps(p), _mm_loadu_ps(p + 4)}; }
+// Four fp16 in the low halves of 32-bit lanes to floats, as to_float(Half) (its comments say why).
+inline Vec half4_to_float(__m128i h) {
+  const __m128i em = _mm_and_si128(h, ivset(0x7FFFu)), sign = _mm_slli_epi32(_mm_and_si128(h, ivset(0x8000u)), 16);
+  const __m128i scaled = _mm_castps_si128(_mm_mul_ps(_mm_castsi128_ps(_mm_slli_epi32(em, 13)), _mm_set1_ps(0x1p112f)));
+  const __m128i finite = _mm_or_si128(vselect(_mm_cmpeq_epi32(em, ivset(0x7C00u)), ivset(0x7F800000u), scaled), sign);
+  return _mm_castsi128_ps(vselect(_mm_cmpgt_epi32(em, ivset(0x7C00u)), ivset(0x7FFFFFFFu), finite));
+}
+inline Pair load_pair(const Half* p) {
+  const __m128i raw = _mm_loadu_si128(reinterpret_cast<const __m128i*>(p)), zero = _mm_setzero_si128();
+  return {half4_to_float(_mm_unpacklo_epi16(raw, zero)), half4_to_float(_mm_unpackhi_epi16(raw, zero))};
+}
+inline Pair load_pair(const BHalf* p) {
+  const __m128i raw = _mm_loadu_si128(reinterpret_cast<const __m128i*>(p));
+  return {_mm_castsi128_ps(_mm_slli_epi32(raw, 16)), _mm_castsi128_ps(_mm_and_si128(raw, ivset(0xFFFF0000u)))};
+}
+inline __m128i bf16_rounding_sum(__m128 v) {  // as on AVX-512
+  const __m128i u = _mm_castps_si128(v);
+  return _mm_add_epi32(_mm_add_epi32(u, ivset(0x7FFFu)), _mm_and_si128(_mm_srli_epi32(u, 16), ivset(1)));
+}
+// Four floats to fp16 in the low halves of 32-bit lanes, as from_float<Half> (the magnitudes are
+// under 2^31, so SSE2's signed compares order them).
+inline __m128i float4_to_half(Vec x) {
+  const __m128i u = _mm_castps_si128(x), a = _mm_and_si128(u, ivset(0x7FFFFFFFu));
+  const __m128i sign = _mm_and_si128(_mm_srli_epi32(u, 16), ivset(0x8000u));
+  const __m128i sub = _mm_sub_epi32(_mm_castps_si128(_mm_add_ps(_mm_castsi128_ps(a), _mm_set1_ps(0.5f))), ivset(0x3F000000u));
+  const __m128i odd = _mm_and_si128(_mm_srli_epi32(a, 13), ivset(1));
+  const __m128i normal = _mm_srli_epi32(_mm_add_epi32(_mm_sub_epi32(a, ivset(112u << 23)), _mm_add_epi32(ivset(0xFFFu), odd)), 13);
+  __m128i h = vselect(_mm_cmplt_epi32(a, ivset(0x38800000u)), sub, normal);
+  h = vselect(_mm_cmpgt_epi32(a, ivset(0x477FFFFFu)), ivset(0x7C00u), h);
+  return vselect(_mm_cmpgt_epi32(a, ivset(0x7F800000u)), ivset(0x7FFFu), _mm_or_si128(h, sign));
+}
+inline void store128(void* p, __m128i v, bool stream) {  // stream: p 16-byte aligned
+  if (stream) _mm_stream_si128(static_cast<__m128i*>(p), v);
+  else _mm_storeu_si128(static_cast<__m128i*>(p), v);
+}
+inline void store_pair(float* p, Pair v, bool stream) {
+  store128(p, _mm_castps_si128(v.a), stream);
+  store128(p + 4, _mm_castps_si128(v.b), stream);
+}
+inline void store_pair(Half* p, Pair v, bool stream) {  // 16-bit lanes sign-extended, so that the signed pack keeps them
+  const auto low16 = [](__m128i h) { return _mm_srai_epi32(_mm_slli_epi32(h, 16), 16); };
+  store128(p, _mm_packs_epi32(low16(float4_to_half(v.a)), low16(float4_to_half(v.b))), stream);
+}
+inline void store_pair(BHalf* p, Pair v, bool stream) {
+  const __m128i nan_a = _mm_castps_si128(_mm_cmpunord_ps(v.a, v.a)), nan_b = _mm_castps_si128(_mm_cmpunord_ps(v.b, v.b));
+  const __m128i even = vselect(nan_a, ivset(0x7FFFu), _mm_srli_epi32(bf16_rounding_sum(v.a), 16));
+  const __m128i odd = vselect(nan_b, ivset(0x7FFF0000u), _mm_and_si128(bf16_rounding_sum(v.b), ivset(0xFFFF0000u)));
+  store128(p, _mm_or_si128(even, odd), stream);
 }
 #endif
 
@@ -357,22 +435,6 @@ template <bool sq, class S> float pair_sum(const S* v, int64_t n, float c = 0.0f
   };
   float s = hsum(pair_fold(v, n, vzero(), step, add));
   for (int64_t j = n / kPair * kPair; j < n; ++j) s += sq ? (to_float(v[j]) - c) * (to_float(v[j]) - c) : to_float(v[j]);
-  return s;
-}
-#endif
-
-// sum of (v[j] - c)^2 over n floats (c = 0: a plain sum of squares), and sum of v, in SIMD lanes
-// of partial sums: the generic level's norms (the vector levels use pair_sum).
-inline float sum_sq_dev(const float* v, int64_t n, float c) {
-  float s = 0;
-#pragma omp simd reduction(+ : s)
-  for (int64_t k = 0; k < n; ++k) s += (v[k] - c) * (v[k] - c);
-  return s;
-}
-inline float sum(const float* v, int64_t n) {
-  float s = 0;
-#pragma omp simd reduction(+ : s)
-  for (int64_t k = 0; k < n; ++k) s += v[k];
   return s;
 }
 
@@ -419,9 +481,8 @@ inline float fast_erf(float x) {
   return std::fabs(x) > 3.9f ? one : r;
 }
 
-#if defined(KL_CPU_VEC)
-// gelu(t) = t (1/2 + erf(t / sqrt 2) / 2) on a vector by fast_erf's fit (the AVX2 level's; AVX-512
-// takes vgelu_table below), 1/sqrt 2 and the half folded into its coefficients (P_i 2^-(i+1) /
+// gelu(t) = t (1/2 + erf(t / sqrt 2) / 2) on a vector by fast_erf's fit (the AVX2 and SSE2 levels';
+// AVX-512 takes vgelu_table below), 1/sqrt 2 and the half folded into its coefficients (P_i 2^-(i+1) /
 // sqrt 2 and Q_i 2^-i), the half added in the last FMA: 16 multiply-class operations a vector,
 // not the 19 of 0.5 t (1 + erf(t / sqrt 2)). 1 / Q by vrcpps's 12-bit estimate and a Newton
 // step for every dtype: 1 + erf cancels in the negative tail, where the estimate alone left bf16
@@ -445,7 +506,6 @@ inline Vec vgelu(Vec t) {
   const Vec step = vselect(vgt(t, vzero()), vset(1.0f), vzero());
   return vmul(t, vselect(vne(c, t), step, factor));
 }
-#endif
 
 #if defined(KL_CPU_AVX512)
 // gelu(t) = t Phi(t) on AVX-512, through q(a) = Phi(-a), a = |t|: Phi is q for t <= 0 and 1 - q
@@ -494,34 +554,6 @@ inline void stream_row(float* dst, const float* src, int64_t n) {
   for (; j < n; ++j) dst[j] = src[j];
 }
 
-// dst[0, n) = src * k, streamed as stream_row does (kept apart from it: a transpose streams raw
-// bits through stream_row, which a multiply by 1 would change for a signalling NaN's pattern).
-inline void stream_row_scaled(float* dst, const float* src, int64_t n, float k) {
-  int64_t j = 0;
-#if defined(__AVX512F__)
-  for (; j < n && (reinterpret_cast<uintptr_t>(dst + j) & 63) != 0; ++j) dst[j] = src[j] * k;
-  for (; j + 16 <= n; j += 16) _mm512_stream_ps(dst + j, _mm512_mul_ps(_mm512_loadu_ps(src + j), _mm512_set1_ps(k)));
-#elif defined(__AVX__)
-  for (; j < n && (reinterpret_cast<uintptr_t>(dst + j) & 31) != 0; ++j) dst[j] = src[j] * k;
-  for (; j + 8 <= n; j += 8) _mm256_stream_ps(dst + j, _mm256_mul_ps(_mm256_loadu_ps(src + j), _mm256_set1_ps(k)));
-#else
-  for (; j < n && (reinterpret_cast<uintptr_t>(dst + j) & 15) != 0; ++j) dst[j] = src[j] * k;
-  for (; j + 4 <= n; j += 4) _mm_stream_ps(dst + j, _mm_mul_ps(_mm_loadu_ps(src + j), _mm_set1_ps(k)));
-#endif
-  for (; j < n; ++j) dst[j] = src[j] * k;
-}
-
 inline void stream_fence() { _mm_sfence(); }
-
-// Writes a row computed in fp32, times k (1: as computed): streamed when the storage is fp32,
-// converted otherwise; the scaling in the same pass as the store.
-template <class T> void write_row(T* dst, const float* src, int64_t n, float k = 1.0f) {
-  if constexpr (std::is_same_v<T, float>) {
-    stream_row_scaled(dst, src, n, k);
-  } else {
-#pragma omp simd
-    for (int64_t j = 0; j < n; ++j) dst[j] = from_float<T>(src[j] * k);
-  }
-}
 
 }  // namespace kl::cpu::inline KL_CPU_ISA

@@ -2,7 +2,7 @@
 //   cpu_unfused: two passes through memory, as two separate kernels would run: t = x + bias
 //                written to a buffer, then read back for y = gelu(t).
 //   cpu_fused:   one pass: the sum never leaves a register, rows spread over cores, gelu
-//                vectorised (on AVX2 and AVX-512 in vector code, rows streamed out).
+//                in vector code at every level, rows streamed out.
 #include <cmath>
 #include <vector>
 
@@ -33,16 +33,16 @@ template <class T> void unfused(const BiasGeluParams& p, const Args& a) {
   for (int64_t i = 0; i < rows * cols; ++i) y[i] = from_float<T>(gelu(to_float(t[i])));
 }
 
-#if defined(KL_CPU_VEC)
-// On AVX2 and AVX-512: a row in vectors, a pair a step (cpu_math.h; the bias loaded the same way,
+// A row in vectors at every level, a pair a step (cpu_math.h; the bias loaded the same way,
 // so it meets its elements), gelu, each pair of outputs stored as computed, streamed where the
 // row is 64-byte aligned (no write-allocate read of y; the row's last cols % kPair elements one
-// at a time). Through an L1 buffer and write_row, as the other ops store, it took 38.3 ms at
+// at a time). Through an L1 row buffer, as the other ops once stored, it took 38.3 ms at
 // 16384 x 8192 fp32 on 2 Zen 4 cores; stored as computed 26.8 ms; bf16, converted 16 lanes at a
 // time and not streamed, 37.2 ms. gelu is vgelu_table on AVX-512 (14 operations a vector, at
 // least as close as vgelu with its Newton step; fp32 23-25 -> 12.5 ms, bf16 23.5 -> 20.1 ms, the
-// 16-bit rows bound by their conversions), vgelu's rational on AVX2, where vpermps holds 8 entries.
-template <class T> void fused_row_vec(const T* xr, const T* next, const T* b, T* yr, int64_t cols) {
+// 16-bit rows bound by their conversions), vgelu's rational on AVX2, where vpermps holds 8 entries,
+// and on SSE2.
+template <class T> void fused_row(const T* xr, const T* next, const T* b, T* yr, int64_t cols) {
 #if defined(KL_CPU_AVX512)
   const cpu::GeluTable table = cpu::gelu_table();
   const auto gelu = [&](cpu::Vec t) { return cpu::vgelu_table(t, table); };
@@ -58,26 +58,18 @@ template <class T> void fused_row_vec(const T* xr, const T* next, const T* b, T*
   }
   for (; j < cols; ++j) yr[j] = from_float<T>(fast_gelu(to_float(xr[j]) + to_float(b[j])));
 }
-#endif
 
 template <class T> void fused(const BiasGeluParams& p, const Args& a) {
   const int64_t rows = p.rows, cols = p.cols;
   const T* x = a.in[0].as<T>();
   const T* b = a.in[1].as<T>();
   T* y = a.out[0].as<T>();
-#if defined(KL_CPU_VEC)
 #pragma omp parallel
   {
 #pragma omp for schedule(static)
-    for (int64_t i = 0; i < rows; ++i) fused_row_vec(x + i * cols, i + 1 < rows ? x + (i + 1) * cols : nullptr, b, y + i * cols, cols);
+    for (int64_t i = 0; i < rows; ++i) fused_row(x + i * cols, i + 1 < rows ? x + (i + 1) * cols : nullptr, b, y + i * cols, cols);
     cpu::stream_fence();
   }
-#else
-#pragma omp parallel for schedule(static)
-  for (int64_t i = 0; i < rows; ++i)
-#pragma omp simd
-    for (int64_t j = 0; j < cols; ++j) y[i * cols + j] = from_float<T>(fast_gelu(to_float(x[i * cols + j]) + to_float(b[j])));
-#endif
 }
 
 void run_unfused(const BiasGeluParams& p, const Args& a) { cpu::with_float_type(p.x, [&](auto t) { unfused<decltype(t)>(p, a); }); }

@@ -2,9 +2,8 @@
 //   cpu_naive: unfused: the residual sum is written to memory and read back, then each row is
 //              read three times (mean, variance, normalise) on one thread.
 //   cpu_fused: one row at a time held in L1: x (and residual) read from memory once, h and y
-//              written once (streaming stores where the build has vectors, and for fp32
-//              everywhere: no write-allocate read), the passes over the row vectorised (16-bit
-//              rows converted as read), the next row prefetched into L2 while this row's y is
+//              written once (streaming stores: no write-allocate read), the passes over the
+//              row in vectors at every level (16-bit rows converted as read), the next row prefetched into L2 while this row's y is
 //              written, rows spread over cores.
 #include <cmath>
 #include <vector>
@@ -53,20 +52,24 @@ template <class T> void naive(const NormParams& p, const Args& a) {
   }
 }
 
-#if defined(KL_CPU_VEC)
-// One row on AVX2 or AVX-512 in pair order (cpu_math.h), a pair a step. The row's passes read x
-// as stored (a 16-bit row converted as read, not copied to fp32: 8192 bf16 are 16 KB of L1, their
+// One row at any level in pair order (cpu_math.h), a pair a step. The row's passes read x as
+// stored (a 16-bit row converted as read, not copied to fp32: 8192 bf16 are 16 KB of L1, their
 // fp32 copy 32 KB, all of L1 again, and the passes ran on L2 bandwidth), gamma and beta likewise;
 // with a residual, pass 1 writes h and keeps the fp32 sum in buf for the other passes. The last
 // pass stores each pair of outputs as computed, streamed where the row is aligned (16-bit rows
-// too: through write_row they were stored with a write-allocate read), while the next row is
-// asked into L2. A row's last cols % kPair elements go one at a time, in element order.
-template <class T> struct RowIo {
-  const T *x, *res, *gamma, *beta;  // beta null for rmsnorm
+// too: through a row buffer they were stored with a write-allocate read), while the next row is
+// asked into L2: the memory then reads under this row's writes, and the next row's first pass
+// finds its lines in L2 (with the prefetches in the variance pass instead, the row normalised
+// whole before its store and the sums in one accumulator, layernorm took 32-37 ms at 16384 x 8192
+// fp32 on 2 Zen 4 cores; this way 21-26 ms, against 13-16 ms for a streaming copy of its bytes).
+// A row's last cols % kPair elements go one at a time, in element order.
+template <class T, class G> struct RowIo {
+  const T *x, *res;
+  const G *gamma, *beta;  // beta null for rmsnorm; G is float where they were widened once a call
   T *h, *y;
   const T *next_x, *next_res;  // null on the last row
 };
-template <class T, class S> void normalise_row(const S* v, const RowIo<T>& r, int64_t n, float mean, float eps) {
+template <class T, class G, class S> void normalise_row(const S* v, const RowIo<T, G>& r, int64_t n, float mean, float eps) {
   using cpu::Vec;
   const float rstd = 1.0f / std::sqrt(cpu::pair_sum<true>(v, n, mean) / static_cast<float>(n) + eps);
   const Vec mv = cpu::vset(mean), rv = cpu::vset(rstd);
@@ -84,8 +87,9 @@ template <class T, class S> void normalise_row(const S* v, const RowIo<T>& r, in
       r.y[j] = from_float<T>((to_float(v[j]) - mean) * rstd * to_float(r.gamma[j]) + (r.beta ? to_float(r.beta[j]) : 0.0f));
   });
 }
-template <class T> void fused_row_vec(const RowIo<T>& r, float* buf, int64_t n, const Inputs& s) {
-  if (!r.res) {
+// widen: the row is copied to fp32 in buf by its first pass even without a residual.
+template <class T, class G> void fused_row(const RowIo<T, G>& r, float* buf, int64_t n, const Inputs& s, bool widen) {
+  if (!r.res && !widen) {
     normalise_row(r.x, r, n, s.layer ? cpu::pair_sum<false>(r.x, n) / static_cast<float>(n) : 0.0f, s.eps);
     return;
   }
@@ -93,21 +97,23 @@ template <class T> void fused_row_vec(const RowIo<T>& r, float* buf, int64_t n, 
   const bool stream_h = reinterpret_cast<uintptr_t>(r.h) % 64 == 0;
   cpu::Vec sum_a = cpu::vzero(), sum_b = cpu::vzero();
   for (int64_t j = 0; j < whole; j += cpu::kPair) {
-    const cpu::Pair x = cpu::load_pair(r.x + j), u = cpu::load_pair(r.res + j);
-    const cpu::Pair t = {cpu::vadd(x.a, u.a), cpu::vadd(x.b, u.b)};
-    cpu::store_pair(r.h + j, t, stream_h);
+    cpu::Pair t = cpu::load_pair(r.x + j);
+    if (r.res) {
+      const cpu::Pair u = cpu::load_pair(r.res + j);
+      t = {cpu::vadd(t.a, u.a), cpu::vadd(t.b, u.b)};
+      cpu::store_pair(r.h + j, t, stream_h);
+    }
     cpu::store_pair(buf + j, t, false);
     sum_a = cpu::vadd(sum_a, t.a), sum_b = cpu::vadd(sum_b, t.b);
   }
   float total = cpu::hsum(cpu::vadd(sum_a, sum_b));
   for (int64_t j = whole; j < n; ++j) {
-    buf[j] = to_float(r.x[j]) + to_float(r.res[j]);
-    r.h[j] = from_float<T>(buf[j]);
+    buf[j] = r.res ? to_float(r.x[j]) + to_float(r.res[j]) : to_float(r.x[j]);
+    if (r.res) r.h[j] = from_float<T>(buf[j]);
     total += buf[j];
   }
   normalise_row(static_cast<const float*>(buf), r, n, s.layer ? total / static_cast<float>(n) : 0.0f, s.eps);
 }
-#endif
 
 template <class T> void fused(const NormParams& p, const Args& a) {
   const Inputs s = inputs_of(p);
@@ -118,67 +124,31 @@ template <class T> void fused(const NormParams& p, const Args& a) {
   T* y = a.out[0].as<T>();
   T* h = s.residual ? a.out[1].as<T>() : nullptr;
   const int64_t n = s.cols;
-#if defined(KL_CPU_VEC)
+  const auto rows = [&]<class G>(const G* g, const G* b, bool widen) {
 #pragma omp parallel
-  {
-    std::vector<float> buf(static_cast<size_t>(res ? n : 0));
+    {
+      std::vector<float> buf(static_cast<size_t>(res || widen ? n : 0));
 #pragma omp for schedule(static)
-    for (int64_t i = 0; i < s.rows; ++i) {
-      const bool last = i + 1 == s.rows;
-      const RowIo<T> r{x + i * n, res ? res + i * n : nullptr, gamma, beta, h ? h + i * n : nullptr, y + i * n,
-                       last ? nullptr : x + (i + 1) * n, res && !last ? res + (i + 1) * n : nullptr};
-      fused_row_vec(r, buf.data(), n, s);
-    }
-    cpu::stream_fence();
-  }
-#else
-  std::vector<float> g(static_cast<size_t>(n)), b(static_cast<size_t>(n), 0.0f);
-  for (int64_t j = 0; j < n; ++j) g[j] = to_float(gamma[j]);
-  if (beta)
-    for (int64_t j = 0; j < n; ++j) b[j] = to_float(beta[j]);
-#pragma omp parallel
-  {
-    std::vector<float> buf(static_cast<size_t>(n)), out(cpu::kRowChunk);
-#pragma omp for schedule(static)
-    for (int64_t i = 0; i < s.rows; ++i) {
-      const T* xr = x + i * n;
-      T* yr = y + i * n;
-      // The row in fp32: x itself when it is fp32 and nothing is added, else a row buffer in L1.
-      const float* v = buf.data();
-      if (res) {
-        const T* rr = res + i * n;
-        T* hr = h + i * n;
-#pragma omp simd
-        for (int64_t j = 0; j < n; ++j) {
-          buf[j] = to_float(xr[j]) + to_float(rr[j]);
-          hr[j] = from_float<T>(buf[j]);
-        }
-      } else if constexpr (std::is_same_v<T, float>) {
-        v = xr;
-      } else {
-#pragma omp simd
-        for (int64_t j = 0; j < n; ++j) buf[j] = to_float(xr[j]);
+      for (int64_t i = 0; i < s.rows; ++i) {
+        const bool last = i + 1 == s.rows;
+        const RowIo<T, G> r{x + i * n, res ? res + i * n : nullptr, g, b, h ? h + i * n : nullptr, y + i * n,
+                            last ? nullptr : x + (i + 1) * n, res && !last ? res + (i + 1) * n : nullptr};
+        fused_row(r, buf.data(), n, s, widen);
       }
-      const float mean = s.layer ? cpu::sum(v, n) / static_cast<float>(n) : 0.0f;
-      const float var = cpu::sum_sq_dev(v, n, mean);
-      const float rstd = 1.0f / std::sqrt(var / static_cast<float>(n) + s.eps);
-      // The last pass normalises a chunk at a time into L1 and writes it out (streamed when fp32)
-      // while the next row's x (and residual) are asked into L2: the memory then reads under this
-      // row's writes, and the next row's first pass finds its lines in L2. With the prefetches in
-      // the variance pass instead, the row normalised whole before its store and the sums in one
-      // accumulator, layernorm took 32-37 ms at 16384 x 8192 fp32 on 2 Zen 4 cores; this way
-      // 21-26 ms (a streaming copy of the same bytes: 13-16 ms).
-      const int64_t next = i + 1 < s.rows ? (i + 1) * n : -1;
-      cpu::with_next_row_prefetched(next < 0 ? nullptr : x + next, n, [&](int64_t j0, int64_t j1) {
-        if (res && next >= 0) cpu::prefetch_lines(res + next, j0, j1);
-#pragma omp simd
-        for (int64_t j = j0; j < j1; ++j) out[j - j0] = (v[j] - mean) * rstd * g[j] + b[j];
-        cpu::write_row(yr + j0, out.data(), j1 - j0);
-      });
+      cpu::stream_fence();
     }
-    cpu::stream_fence();
+  };
+  // fp16 at the generic level is converted in integer arithmetic (SSE2 has no F16C), about 25 ms
+  // a pass over 16384 x 8192 on 2 Zen 4 cores: its rows are widened into buf once, and gamma and
+  // beta once a call, instead of at each of the three passes (layernorm 171 -> 95 ms).
+  if constexpr (cpu::kSoftHalf && std::is_same_v<T, cpu::Half>) {
+    std::vector<float> g(static_cast<size_t>(n)), b(static_cast<size_t>(beta ? n : 0));
+    for (int64_t j = 0; j < n; ++j) g[j] = to_float(gamma[j]);
+    for (int64_t j = 0; j < (beta ? n : 0); ++j) b[j] = to_float(beta[j]);
+    rows(g.data(), beta ? b.data() : nullptr, true);
+  } else {
+    rows(gamma, beta, false);
   }
-#endif
 }
 void run_naive(const NormParams& p, const Args& a) { cpu::with_float_type(p.x, [&](auto t) { naive<decltype(t)>(p, a); }); }
 void run_fused(const NormParams& p, const Args& a) { cpu::with_float_type(p.x, [&](auto t) { fused<decltype(t)>(p, a); }); }

@@ -30,7 +30,6 @@ template <class T> void naive(const ReduceParams& p, const Args& a) {
   if (total) y[0] = acc;
 }
 
-#if defined(KL_CPU_VEC)
 // The largest of a span (vmax keeps the scalar loop's order of operands: the element where either
 // is NaN).
 template <class T> float pair_max(const T* x, int64_t n) {
@@ -39,26 +38,12 @@ template <class T> float pair_max(const T* x, int64_t n) {
   for (int64_t j = n / cpu::kPair * cpu::kPair; j < n; ++j) r = cpu::vmax(r, to_float(x[j]));
   return r;
 }
-#endif
 
 template <class T> float reduce_span(const T* x, int64_t n, bool is_max) {
-#if defined(KL_CPU_VEC)
-  // In pairs of vectors, a 16-bit span converted as load_pair reads it (F16C for fp16). The
-  // generic level's loops vectorise fp16 through the software conversion, which held avx2's fp16
-  // at 11.9 ms against bf16's 7.6 (16384 x 8192).
+  // In pairs of vectors, a 16-bit span converted as load_pair reads it (F16C for fp16 where the
+  // level has it). A loop left to the compiler vectorised fp16 through the software conversion,
+  // which held avx2's fp16 at 11.9 ms against bf16's 7.6 (16384 x 8192).
   return is_max ? pair_max(x, n) : cpu::pair_sum<false>(x, n);
-#else
-  if (is_max) {
-    float m = -INFINITY;
-#pragma omp simd reduction(max : m)
-    for (int64_t j = 0; j < n; ++j) m = cpu::vmax(m, to_float(x[j]));
-    return m;
-  }
-  float s = 0;
-#pragma omp simd reduction(+ : s)
-  for (int64_t j = 0; j < n; ++j) s += to_float(x[j]);
-  return s;
-#endif
 }
 
 template <class T> void simd(const ReduceParams& p, const Args& a) {

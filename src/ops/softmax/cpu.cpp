@@ -3,7 +3,7 @@
 //   cpu_fused: rows spread over cores; a row stays in L1 across its passes so x is read from
 //              memory once, exp is a vectorised polynomial (one exp per element), the next row
 //              is prefetched into L2 during this row's exps, and y is written with streaming
-//              stores (no write-allocate read; every dtype on AVX2 and AVX-512, fp32 anywhere).
+//              stores (no write-allocate read), at every level in the same vector code.
 #include <cmath>
 
 #include "ops/cpu_math.h"
@@ -33,30 +33,13 @@ template <class T> void naive(const SoftmaxParams& p, const Args& a) {
   }
 }
 
-// One row of the fused rung from its max pass on, at the generic level: e = exp(scale x - m) and
-// their sum, while the next row's lines are asked into L2, so that its (memory-bound) max pass
-// finds them there and the memory works under this row's exps instead of after them.
-template <class T> float exp_pass(const T* xr, const T* next, float* e, int64_t valid, float scale, float m) {
-  float s = 0;
-  cpu::with_next_row_prefetched(next, valid, [&](int64_t j0, int64_t j1) {
-    float part = 0;
-#pragma omp simd reduction(+ : part)
-    for (int64_t j = j0; j < j1; ++j) {
-      e[j] = cpu::fast_exp(scale * to_float(xr[j]) - m);
-      part += e[j];
-    }
-    s += part;
-  });
-  return s;
-}
-
-#if defined(KL_CPU_VEC)
-// On AVX2 and AVX-512: the passes in vectors, a pair a step (cpu_math.h: a 16-bit row split into
-// floats as it is read), exp as 2^(x scale log2e - max log2e) by vexp2, one prefetch a line, and
-// the normalisation fused into the store, streamed where the row is aligned (16-bit rows too:
-// through write_row they were stored with a write-allocate read). The row's last valid % kPair
-// elements go one at a time, in element order, in each pass.
-template <class T> void fused_row_vec(const T* xr, const T* next, float* e, T* yr, int64_t valid, int64_t cols, float scale) {
+// One row of the fused rung at every level: the passes in vectors, a pair a step (cpu_math.h: a
+// 16-bit row split into floats as it is read), exp as 2^(x scale log2e - max log2e) by vexp2, the
+// next row's lines asked into L2 during the exps (so that its memory-bound max pass finds them
+// there), and the normalisation fused into the store, streamed where the row is aligned (16-bit
+// rows too: through a row buffer they were stored with a write-allocate read). The row's last
+// valid % kPair elements go one at a time, in element order, in each pass.
+template <class T> void fused_row(const T* xr, const T* next, float* e, T* yr, int64_t valid, int64_t cols, float scale) {
   using cpu::Vec, cpu::kPair;
   const int64_t whole = valid / kPair * kPair;
   const Vec sc = cpu::vset(scale);
@@ -92,19 +75,6 @@ template <class T> void fused_row_vec(const T* xr, const T* next, float* e, T* y
   for (; j + kPair <= cols; j += kPair) cpu::store_pair(yr + j, {zero, zero}, stream);
   for (; j < cols; ++j) yr[j] = from_float<T>(0.0f);
 }
-#endif
-
-// One row of the fused rung at the generic level: the exp pass's prefetches, the rest as loops the
-// compiler vectorises, the normalisation in the store.
-template <class T> void fused_row_generic(const T* xr, const T* next, float* e, T* yr, int64_t valid, int64_t cols, float scale) {
-  float m = -INFINITY;
-#pragma omp simd reduction(max : m)
-  for (int64_t j = 0; j < valid; ++j) m = cpu::vmax(m, scale * to_float(xr[j]));
-  const float sum = exp_pass(xr, next, e, valid, scale, m);
-  const float inv = sum > 0 ? 1.0f / sum : 0.0f;  // a row masked whole (causal) is zeros
-  for (int64_t j = valid; j < cols; ++j) e[j] = 0.0f;
-  cpu::write_row(yr, e, cols, inv);
-}
 
 template <class T> void fused(const SoftmaxParams& p, const Args& a) {
   const int64_t rows = p.rows, cols = p.cols;
@@ -118,11 +88,7 @@ template <class T> void fused(const SoftmaxParams& p, const Args& a) {
     for (int64_t i = 0; i < rows; ++i) {
       const T* xr = x + i * cols;
       const T* next = i + 1 < rows ? xr + cols : nullptr;
-#if defined(KL_CPU_VEC)
-      fused_row_vec(xr, next, e.data(), y + i * cols, p.valid_cols(i), cols, scale);
-#else
-      fused_row_generic(xr, next, e.data(), y + i * cols, p.valid_cols(i), cols, scale);
-#endif
+      fused_row(xr, next, e.data(), y + i * cols, p.valid_cols(i), cols, scale);
     }
     cpu::stream_fence();
   }
