@@ -3,8 +3,9 @@
 //              read three times (mean, variance, normalise) on one thread.
 //   cpu_fused: one row at a time held in L1: x (and residual) read from memory once, h and y
 //              written once (streaming stores: no write-allocate read), the passes over the
-//              row in vectors at every level (16-bit rows converted as read), the next row prefetched into L2 while this row's y is
-//              written, rows spread over cores.
+//              row in vectors at every level (16-bit rows converted as read; fp16 widened once
+//              where SSE2 converts it in software), the next row prefetched into L2 while this
+//              row's y is written, rows spread over cores.
 #include <cmath>
 #include <vector>
 
