@@ -88,8 +88,10 @@ template <class T, class G, class S> void normalise_row(const S* v, const RowIo<
       r.y[j] = from_float<T>((to_float(v[j]) - mean) * rstd * to_float(r.gamma[j]) + (r.beta ? to_float(r.beta[j]) : 0.0f));
   });
 }
-// widen: the row is copied to fp32 in buf by its first pass even without a residual.
-template <class T, class G> void fused_row(const RowIo<T, G>& r, float* buf, int64_t n, const Inputs& s, bool widen) {
+// Where gamma and beta were widened (G float, T not), the row is copied to fp32 in buf by its
+// first pass even without a residual.
+template <class T, class G> void fused_row(const RowIo<T, G>& r, float* buf, int64_t n, const Inputs& s) {
+  constexpr bool widen = !std::is_same_v<T, G>;
   if (!r.res && !widen) {
     normalise_row(r.x, r, n, s.layer ? cpu::pair_sum<false>(r.x, n) / static_cast<float>(n) : 0.0f, s.eps);
     return;
@@ -125,16 +127,16 @@ template <class T> void fused(const NormParams& p, const Args& a) {
   T* y = a.out[0].as<T>();
   T* h = s.residual ? a.out[1].as<T>() : nullptr;
   const int64_t n = s.cols;
-  const auto rows = [&]<class G>(const G* g, const G* b, bool widen) {
+  const auto rows = [&]<class G>(const G* g, const G* b) {
 #pragma omp parallel
     {
-      std::vector<float> buf(static_cast<size_t>(res || widen ? n : 0));
+      std::vector<float> buf(static_cast<size_t>(res || !std::is_same_v<T, G> ? n : 0));
 #pragma omp for schedule(static)
       for (int64_t i = 0; i < s.rows; ++i) {
         const bool last = i + 1 == s.rows;
         const RowIo<T, G> r{x + i * n, res ? res + i * n : nullptr, g, b, h ? h + i * n : nullptr, y + i * n,
                             last ? nullptr : x + (i + 1) * n, res && !last ? res + (i + 1) * n : nullptr};
-        fused_row(r, buf.data(), n, s, widen);
+        fused_row(r, buf.data(), n, s);
       }
       cpu::stream_fence();
     }
@@ -146,9 +148,9 @@ template <class T> void fused(const NormParams& p, const Args& a) {
     std::vector<float> g(static_cast<size_t>(n)), b(static_cast<size_t>(beta ? n : 0));
     for (int64_t j = 0; j < n; ++j) g[j] = to_float(gamma[j]);
     for (int64_t j = 0; j < (beta ? n : 0); ++j) b[j] = to_float(beta[j]);
-    rows(g.data(), beta ? b.data() : nullptr, true);
+    rows(g.data(), beta ? b.data() : nullptr);
   } else {
-    rows(gamma, beta, false);
+    rows(gamma, beta);
   }
 }
 void run_naive(const NormParams& p, const Args& a) { cpu::with_float_type(p.x, [&](auto t) { naive<decltype(t)>(p, a); }); }
