@@ -122,7 +122,7 @@ TEST(SimRun, WgmmaS8SharedMemoryLayouts) {
 
 // A CUTLASS-style Hopper GEMM (TMA into 128-byte-swizzled shared memory, full/empty mbarriers,
 // a producer and two consumer warpgroups, wgmma on descriptors, a TMA store): exact, and each
-// planted mistake caught.
+// planted mistake caught, a descriptor whose tile runs past the shared memory among them.
 TEST(SimRun, HopperGemmWithTmaMbarriersAndWgmma) {
   SimResult r = sim_run(program("hopper_gemm.cu"));
   EXPECT_EQ(r.code, 0) << r.err;
@@ -134,16 +134,20 @@ TEST(SimRun, HopperGemmWithTmaMbarriersAndWgmma) {
   r = sim_run(program("hopper_gemm.cu") + " -- deadlock");
   EXPECT_NE(r.code, 0);
   EXPECT_THAT(r.err, HasSubstr("deadlock in kernel 'hopper_gemm'"));
-  EXPECT_THAT(r.err, HasSubstr("mbarrier.try_wait.parity at " KERNELAB_SOURCE_DIR "/tests/sim/hopper_gemm.cu:79 by thread (128,0,0)"));
+  EXPECT_THAT(r.err, HasSubstr("mbarrier.try_wait.parity at " KERNELAB_SOURCE_DIR "/tests/sim/hopper_gemm.cu:80 by thread (128,0,0)"));
   EXPECT_THAT(r.err, HasSubstr("of the mbarrier at dynamic shared memory + 0x18000, which never completes: 1 of 2 arrivals pending"));
   r = sim_run(program("hopper_gemm.cu") + " -- no-fence");
   EXPECT_NE(r.code, 0);
   EXPECT_THAT(r.err, HasSubstr("with no wgmma.fence before it"));
-  EXPECT_THAT(r.err, HasSubstr("hopper_gemm.cu:86"));
+  EXPECT_THAT(r.err, HasSubstr("hopper_gemm.cu:88"));
   r = sim_run(program("hopper_gemm.cu") + " -- half-group");
   EXPECT_NE(r.code, 0);
   EXPECT_THAT(r.err, HasSubstr("all 128 threads of its warpgroup (warps 4-7) must make it, and thread (192,0,0) (warp 6) waits at "
                                "wgmma.commit_group"));
+  r = sim_run(program("hopper_gemm.cu") + " -- past-window");
+  EXPECT_NE(r.code, 0);
+  EXPECT_THAT(r.err, HasSubstr("the B descriptor names bytes outside the block's dynamic shared memory"));
+  EXPECT_THAT(r.err, HasSubstr("hopper_gemm.cu:88"));
 }
 
 // The toolkit's own C++ API (libcu++) as the Programming Guide's examples use it: TMA through

@@ -310,10 +310,10 @@ inline Descriptor decode(std::uint64_t d) {
   return {std::uintptr_t(d & 0x3FFF) << 4, std::uintptr_t(d >> 16 & 0x3FFF) << 4, std::uintptr_t(d >> 32 & 0x3FFF) << 4,
           unsigned(d >> 62)};
 }
-// The host address of element (mn, k) of a K-major operand (row mn of A, column mn of B), 2-byte
+// The shared address of element (mn, k) of a K-major operand (row mn of A, column mn of B), 2-byte
 // elements. No swizzle: 8x16-byte core matrices, SBO apart along M/N and LBO apart along K.
 // Swizzled: rows of the swizzle width, 8-row atoms SBO apart, the chunks XOR-permuted.
-inline const unsigned char* operand_at(const Descriptor& d, unsigned mn, unsigned k) {
+inline std::uintptr_t operand_address(const Descriptor& d, unsigned mn, unsigned k) {
   const std::uintptr_t kb = 2 * k;
   std::uintptr_t a;
   if (d.swizzle_mode == 0) {
@@ -322,14 +322,14 @@ inline const unsigned char* operand_at(const Descriptor& d, unsigned mn, unsigne
     const std::uintptr_t width = d.swizzle_mode == 1 ? 128 : d.swizzle_mode == 2 ? 64 : 32;
     a = swizzle(d.start + mn / 8 * d.sbo + mn % 8 * width + kb, d.swizzle_mode);
   }
-  return static_cast<const unsigned char*>(kl::sim::detail::dynamic_shared_at(a, 2));
+  return a;
 }
 
-// The host address of element (mn, k) of an MN-major operand (B with imm-trans-b: N contiguous).
+// The shared address of element (mn, k) of an MN-major operand (B with imm-trans-b: N contiguous).
 // No swizzle: 8 x 16-byte core matrices whose 16 bytes run along MN, the 8 k rows 16 bytes apart,
 // SBO apart along MN and LBO apart along K. Swizzled: a row of the swizzle width holds W/2
 // consecutive MN elements of one k, 8 k rows per atom, atoms SBO apart along K and LBO apart along MN.
-inline const unsigned char* operand_at_mn(const Descriptor& d, unsigned mn, unsigned k) {
+inline std::uintptr_t operand_address_mn(const Descriptor& d, unsigned mn, unsigned k) {
   std::uintptr_t a;
   if (d.swizzle_mode == 0) {
     a = d.start + mn / 8 * d.sbo + k / 8 * d.lbo + k % 8 * 16 + mn % 8 * 2;
@@ -337,21 +337,47 @@ inline const unsigned char* operand_at_mn(const Descriptor& d, unsigned mn, unsi
     const std::uintptr_t width = d.swizzle_mode == 1 ? 128 : d.swizzle_mode == 2 ? 64 : 32, per_row = width / 2;
     a = swizzle(d.start + mn / per_row * d.lbo + k / 8 * d.sbo + k % 8 * width + mn % per_row * 2, d.swizzle_mode);
   }
-  return static_cast<const unsigned char*>(kl::sim::detail::dynamic_shared_at(a, 2));
-}
-inline const unsigned char* operand_at(const Descriptor& d, unsigned mn, unsigned k, bool mn_major) {
-  return mn_major ? operand_at_mn(d, mn, k) : operand_at(d, mn, k);
+  return a;
 }
 
-// Every element a descriptor names for an operand of `rows` (64 for A, N for B) x 16 lies in
-// the block's dynamic shared memory.
-inline void check_operand(std::uint64_t desc, unsigned rows, bool mn_major, const char* operand, const char* what, const Site& site) {
-  const Descriptor d = decode(desc);
-  for (unsigned mn = 0; mn < rows; ++mn)
-    for (unsigned k = 0; k < 16; k += mn_major ? 1 : 15)
-      if (!operand_at(d, mn, k, mn_major))
+// The calling thread's share of a wgmma: rows 16w + g and 16w + g + 8 of A (line j = 0, 1) and
+// columns 8(j/2) + 2t + j%2 of B (line j < N/4), lane 4g + t of warp w of the warpgroup; its
+// accumulator d[i] takes A's line (i%4)/2 and B's line 2(i/4) + i%2. The 128 threads' shares
+// together cover both operands.
+inline unsigned a_line_row(unsigned tid, unsigned j) { return 16 * (tid / 32) + tid % 32 / 4 + 8 * j; }
+inline unsigned b_line_col(unsigned tid, unsigned j) { return 8 * (j / 2) + 2 * (tid % 4) + j % 2; }
+
+// The thread's Lines x K elements of an operand, `bytes` each, in the block's dynamic shared memory:
+// element (j, k) is element k % run of run (j*K + k) / run, whose `run` elements lie side by side (a
+// K-major operand's 16-byte chunk, which a swizzle moves whole; 1 for MN-major).
+template <unsigned Lines, unsigned K>
+struct OperandShare {
+  std::array<std::uint32_t, Lines * K> start;  // each run's offset in dynamic shared memory
+  unsigned run, bytes;
+  // out[j*K + k] = value(the bytes of element (j, k)).
+  template <class Value, class Out>
+  void read(const unsigned char* smem, Value value, Out* out) const {
+    for (unsigned r = 0; r < Lines * K / run; ++r)
+      for (unsigned e = 0; e < run; ++e) out[r * run + e] = value(smem + start[r] + e * bytes);
+  }
+};
+// Where the thread's share lies, element (j, k) at shared address address(mn_of(j), k): found once at
+// issue, a fault if any of it lies outside the block's dynamic shared memory.
+template <unsigned Lines, unsigned K, class MnOf, class Address>
+OperandShare<Lines, K> operand_share(unsigned bytes, unsigned run, MnOf mn_of, Address address, const char* operand,
+                                     const char* what, const Site& site) {
+  const std::size_t window = kl::sim::detail::dynamic_shared_window().bytes;
+  OperandShare<Lines, K> share;
+  share.run = run, share.bytes = bytes;
+  for (unsigned j = 0; j < Lines; ++j)
+    for (unsigned k = 0; k < K; k += run) {
+      const std::uintptr_t a = address(mn_of(j), k);
+      if (a < 1024 || a - 1024 + run * bytes > window)
         fault(std::string(what) + ": the " + operand + " descriptor names bytes outside the block's dynamic shared memory "
                                   "(the simulator's wgmma reads extern __shared__ tiles only)", site);
+      share.start[(j * K + k) / run] = std::uint32_t(a - 1024);
+    }
+  return share;
 }
 
 struct WgmmaCall {
@@ -377,33 +403,43 @@ void wgmma(float* d, const WgmmaCall& call, Decode decode_element, const char* w
   for (const WgmmaCall& o : all)
     if (o.desc_a != call.desc_a || o.desc_b != call.desc_b || o.scale_d != call.scale_d)
       fault(std::string(what) + ": the warpgroup's threads passed different descriptors or scale-d", site);
-  if (!call.a_in_registers) check_operand(call.desc_a, 64, false, "A", what, site);
-  check_operand(call.desc_b, N, call.b_mn_major, "B", what, site);
+  const unsigned tid = kl::sim::detail::thread_rank() % 128;
+  const Descriptor da = decode(call.desc_a), db = decode(call.desc_b);
+  const auto a_row = [tid](unsigned j) { return a_line_row(tid, j); };
+  const auto b_col = [tid](unsigned j) { return b_line_col(tid, j); };
+  OperandShare<2, 16> a_at{};
+  std::array<float, 32> a_held{};  // A from registers: its values at issue
+  if (!call.a_in_registers) {
+    a_at = operand_share<2, 16>(2, 8, a_row, [&](unsigned mn, unsigned k) { return operand_address(da, mn, k); }, "A", what, site);
+  } else {
+    // Element (row, k) is in register (row%16)/8 + 2(k/8) of the thread of warp row/16, g = row%8, t = (k%8)/2.
+    for (unsigned j = 0; j < 2; ++j)
+      for (unsigned k = 0; k < 16; ++k) {
+        const unsigned row = a_row(j), owner = 32 * (row / 16) + 4 * (row % 8) + (k % 8) / 2, r = (row % 16) / 8 + 2 * (k / 8);
+        a_held[j * 16 + k] = decode_element(all[owner].a[r] >> (16 * (k % 2)) & 0xFFFF);
+      }
+  }
+  const OperandShare<N / 4, 16> b_at = operand_share<N / 4, 16>(
+      2, call.b_mn_major ? 1 : 8, b_col,
+      [&](unsigned mn, unsigned k) { return call.b_mn_major ? operand_address_mn(db, mn, k) : operand_address(db, mn, k); }, "B",
+      what, site);
   kl::sim::detail::profile_note(kl::sim::detail::Counted::wgmma, nullptr, unsigned(N / 8), kl::sim::detail::site_key(site));
-  const unsigned tid = kl::sim::detail::thread_rank() % 128, w = tid / 32, g = tid % 32 / 4, t = tid % 4;
-  std::vector<std::uint32_t> a_regs;
-  if (call.a_in_registers)
-    for (const WgmmaCall& o : all) a_regs.insert(a_regs.end(), o.a, o.a + 4);
   q.wgmma.push_back({[=] {
-                       const Descriptor da = decode(call.desc_a), db = decode(call.desc_b);
-                       auto a_at = [&](unsigned row, unsigned k) -> float {
-                         if (!call.a_in_registers) {
-                           std::uint16_t bits;
-                           std::memcpy(&bits, operand_at(da, row, k), 2);
-                           return decode_element(bits);
-                         }
-                         // The thread of warp row/16, g = row%8, t = (k%8)/2 holds it in register (row%16)/8 + 2(k/8).
-                         const unsigned owner = 32 * (row / 16) + 4 * (row % 8) + (k % 8) / 2, r = (row % 16) / 8 + 2 * (k / 8);
-                         return decode_element(a_regs[4 * owner + r] >> (16 * (k % 2)) & 0xFFFF);
+                       const unsigned char* smem = kl::sim::detail::dynamic_shared_window().host;
+                       const auto element = [&](const unsigned char* p) {
+                         std::uint16_t bits;
+                         std::memcpy(&bits, p, 2);
+                         return decode_element(bits);
                        };
+                       std::array<float, 32> av = a_held;
+                       if (!call.a_in_registers) a_at.read(smem, element, av.data());
+                       std::array<float, N / 4 * 16> bv;
+                       b_at.read(smem, element, bv.data());
                        for (int i = 0; i < N / 2; ++i) {
-                         const unsigned row = 16 * w + g + 8 * ((i % 4) / 2), col = 8 * (i / 4) + 2 * t + i % 2;
+                         const float* a = &av[(i % 4) / 2 * 16];
+                         const float* b = &bv[(2 * (i / 4) + i % 2) * 16];
                          float acc = call.scale_d ? d[i] : 0.0f;
-                         for (unsigned k = 0; k < 16; ++k) {
-                           std::uint16_t b;
-                           std::memcpy(&b, operand_at(db, col, k, call.b_mn_major), 2);
-                           acc = acc + a_at(row, k) * decode_element(b);
-                         }
+                         for (unsigned k = 0; k < 16; ++k) acc = acc + a[k] * b[k];
                          d[i] = acc;
                        }
                      },

@@ -6,11 +6,11 @@
 // wgmma.fence, the multiply run at the wgmma.wait_group that covers it.
 #pragma once
 #include <algorithm>
+#include <array>
 #include <cmath>
 #include <cstdint>
 #include <cstring>
 #include <string>
-#include <tuple>
 #include <type_traits>
 #include <vector>
 
@@ -30,10 +30,10 @@ inline float fp8_wgmma_accumulate(float d, double products) {
   return float(std::trunc(sum / ulp) * ulp);
 }
 
-// The host address of element (mn, k) of a K-major 8-bit operand: byte k of row mn. No swizzle:
+// The shared address of element (mn, k) of a K-major 8-bit operand: byte k of row mn. No swizzle:
 // 8 x 16-byte core matrices SBO apart along M/N and LBO apart along K. Swizzled: rows of the
 // swizzle width, 8-row atoms SBO apart, the 16-byte chunks XOR-permuted.
-inline const unsigned char* operand_at_8bit(const Descriptor& d, unsigned mn, unsigned k) {
+inline std::uintptr_t operand_address_8bit(const Descriptor& d, unsigned mn, unsigned k) {
   std::uintptr_t a;
   if (d.swizzle_mode == 0) {
     a = d.start + mn / 8 * d.sbo + k / 16 * d.lbo + mn % 8 * 16 + k % 16;
@@ -41,7 +41,20 @@ inline const unsigned char* operand_at_8bit(const Descriptor& d, unsigned mn, un
     const std::uintptr_t width = d.swizzle_mode == 1 ? 128 : d.swizzle_mode == 2 ? 64 : 32;
     a = swizzle(d.start + mn / 8 * d.sbo + mn % 8 * width + k, d.swizzle_mode);
   }
-  return static_cast<const unsigned char*>(kl::sim::detail::dynamic_shared_at(a, 1));
+  return a;
+}
+
+inline constexpr unsigned kK8 = 32;  // the K of an 8-bit wgmma
+
+// Every byte's value under `decode` (one of ptx.h's decoders), kept while the thread's wgmmas decode the same type.
+template <class Product, class Decode>
+const std::array<Product, 256>& byte_values(Decode decode) {
+  thread_local Decode cached{};
+  thread_local std::array<Product, 256> table;
+  if (cached != decode)
+    for (unsigned b = 0; b < 256; ++b) table[b] = Product(decode(b));
+  cached = decode;
+  return table;
 }
 
 // The int32 form's addition: the 32 products summed exactly and added to D modulo 2^32 (no .satfinite),
@@ -56,7 +69,6 @@ inline int s8_wgmma_accumulate(int d, long long products) {
 template <int N, class Acc, class Decode>
 void wgmma_8bit(Acc* d, std::uint64_t desc_a, std::uint64_t desc_b, int scale_d, Decode decode_element, const char* what,
                 const Site& site) {
-  constexpr unsigned kK = 32;
   constexpr bool kInt = std::is_same_v<Acc, int>;
   kl::sim::detail::AsyncCopies& q = kl::sim::detail::async_copies();
   if (!q.wgmma_fenced)
@@ -66,22 +78,30 @@ void wgmma_8bit(Acc* d, std::uint64_t desc_a, std::uint64_t desc_b, int scale_d,
   for (const WgmmaCall& o : warpgroup_exchange(call, what, site))
     if (o.desc_a != desc_a || o.desc_b != desc_b || o.scale_d != scale_d)
       fault(std::string(what) + ": the warpgroup's threads passed different descriptors or scale-d", site);
+  const unsigned tid = kl::sim::detail::thread_rank() % 128;
   const Descriptor da = decode(desc_a), db = decode(desc_b);
-  for (const auto& [desc, rows, operand] : {std::tuple{da, 64u, "A"}, std::tuple{db, unsigned(N), "B"}})
-    for (unsigned mn = 0; mn < rows; ++mn)
-      if (!operand_at_8bit(desc, mn, 0) || !operand_at_8bit(desc, mn, kK - 1))
-        fault(std::string(what) + ": the " + operand + " descriptor names bytes outside the block's dynamic shared memory "
-                                  "(the simulator's wgmma reads extern __shared__ tiles only)", site);
+  const OperandShare<2, kK8> a_at = operand_share<2, kK8>(
+      1, 16, [tid](unsigned j) { return a_line_row(tid, j); }, [&](unsigned mn, unsigned k) { return operand_address_8bit(da, mn, k); },
+      "A", what, site);
+  const OperandShare<N / 4, kK8> b_at = operand_share<N / 4, kK8>(
+      1, 16, [tid](unsigned j) { return b_line_col(tid, j); }, [&](unsigned mn, unsigned k) { return operand_address_8bit(db, mn, k); },
+      "B", what, site);
   // The profiler's bytes field is N/8 x K/16 (src/sim/runtime/profile.cpp: a lane's FLOPs over 128).
-  kl::sim::detail::profile_note(kl::sim::detail::Counted::wgmma, nullptr, unsigned(N / 8 * (kK / 16)), kl::sim::detail::site_key(site));
-  const unsigned tid = kl::sim::detail::thread_rank() % 128, w = tid / 32, g = tid % 32 / 4, t = tid % 4;
+  kl::sim::detail::profile_note(kl::sim::detail::Counted::wgmma, nullptr, unsigned(N / 8 * (kK8 / 16)), kl::sim::detail::site_key(site));
+  using Product = std::conditional_t<kInt, long long, double>;
   q.wgmma.push_back({[=] {
+                       const unsigned char* smem = kl::sim::detail::dynamic_shared_window().host;
+                       std::array<Product, 2 * kK8> av;
+                       std::array<Product, N / 4 * kK8> bv;
+                       const std::array<Product, 256>& value = byte_values<Product>(decode_element);
+                       const auto element = [&](const unsigned char* p) { return value[*p]; };
+                       a_at.read(smem, element, av.data());
+                       b_at.read(smem, element, bv.data());
                        for (int i = 0; i < N / 2; ++i) {
-                         const unsigned row = 16 * w + g + 8 * ((i % 4) / 2), col = 8 * (i / 4) + 2 * t + i % 2;
-                         std::conditional_t<kInt, long long, double> products = 0;
-                         for (unsigned k = 0; k < kK; ++k)
-                           products += decltype(products)(decode_element(*operand_at_8bit(da, row, k))) *
-                                       decode_element(*operand_at_8bit(db, col, k));
+                         const Product* a = &av[(i % 4) / 2 * kK8];
+                         const Product* b = &bv[(2 * (i / 4) + i % 2) * kK8];
+                         Product products = 0;
+                         for (unsigned k = 0; k < kK8; ++k) products += a[k] * b[k];
                          if constexpr (kInt) d[i] = s8_wgmma_accumulate(scale_d ? d[i] : 0, products);
                          else d[i] = fp8_wgmma_accumulate(scale_d ? d[i] : 0.0f, products);
                        }

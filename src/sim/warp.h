@@ -60,8 +60,16 @@ std::string shared_name(const void* p);
 // at 1024 (after the 1 KB the sm_90 reserves); anything else keeps its host address. Swizzles XOR
 // its bits, so a dynamic tile aligned to 1024 bytes swizzles as on the GPU.
 std::uintptr_t shared_address(const void* p);
+// The block's dynamic shared memory, addressed as shared_address numbers it (from 1024).
+struct SharedWindow {
+  unsigned char* host = nullptr;
+  std::size_t bytes = 0;
+  // The host pointer of `n` bytes at shared address `a`; null if they are not all inside.
+  void* at(std::uintptr_t a, std::size_t n) const { return a >= 1024 && a - 1024 + n <= bytes ? host + (a - 1024) : nullptr; }
+};
+SharedWindow dynamic_shared_window();  // empty outside a kernel
 // The host pointer of `bytes` at a shared address in the block's dynamic shared memory; null if outside it.
-void* dynamic_shared_at(std::uintptr_t address, std::size_t bytes);
+inline void* dynamic_shared_at(std::uintptr_t address, std::size_t bytes) { return dynamic_shared_window().at(address, bytes); }
 [[noreturn]] void fault(const char* what, const Site& where);  // fails the launch naming this thread
 
 inline unsigned thread_rank() { return threadIdx.x + blockDim.x * (threadIdx.y + blockDim.y * threadIdx.z); }

@@ -10,6 +10,7 @@
 //   deadlock       the full barriers expect 2 arrivals and get 1: consumers wait forever
 //   no-fence       the consumers skip wgmma.fence before their first wgmma
 //   half-group     only 64 of a consumer warpgroup's 128 threads issue the wgmma
+//   past-window    the B descriptors start at the mbarriers, so the tile runs past the shared memory
 // Build for a GPU: nvcc -std=c++17 -arch=sm_90a -I src tests/sim/hopper_gemm.cu
 #include <cuda.h>
 #include <cuda_bf16.h>
@@ -33,7 +34,7 @@
 
 constexpr int M = 200, N = 136, K = 328;
 constexpr int BM = 128, BN = 128, BK = 64, kStages = 3;  // BK: 64 bf16 = one 128-byte swizzle row
-enum Mode { kNormal, kWrongSwizzle, kDeadlock, kNoFence, kHalfGroup };
+enum Mode { kNormal, kWrongSwizzle, kDeadlock, kNoFence, kHalfGroup, kPastWindow };
 
 struct alignas(1024) Smem {
   __nv_bfloat16 a[kStages][BM * BK];
@@ -82,7 +83,8 @@ __global__ void __launch_bounds__(384, 1)
       for (int kk = 0; kk < BK / 16; ++kk) {
         // K-major, 128-byte rows: 8-row atoms 1024 bytes apart; the k16 step moves the start 32 bytes.
         const uint64_t da = kl::ptx::smem_descriptor(&s.a[st][c * 64 * BK + kk * 16], 16, 1024, kl::ptx::Swizzle::b128);
-        const uint64_t db = kl::ptx::smem_descriptor(&s.b[st][kk * 16], 16, 1024, b_swizzle);
+        const void* b_tile = mode == kPastWindow ? static_cast<const void*>(s.full) : &s.b[st][kk * 16];
+        const uint64_t db = kl::ptx::smem_descriptor(b_tile, 16, 1024, b_swizzle);
         kl::ptx::wgmma_m64n128k16_f32_bf16_ss(acc, da, db, 1);
       }
     }
@@ -125,8 +127,8 @@ CUtensorMap tensor_map(const void* base, uint64_t cols, uint64_t rows, uint32_t 
 int main(int argc, char** argv) {
   Mode mode = kNormal;
   if (argc > 1) {
-    const char* names[] = {"", "wrong-swizzle", "deadlock", "no-fence", "half-group"};
-    for (int i = 1; i < 5; ++i)
+    const char* names[] = {"", "wrong-swizzle", "deadlock", "no-fence", "half-group", "past-window"};
+    for (int i = 1; i < 6; ++i)
       if (strcmp(argv[1], names[i]) == 0) mode = Mode(i);
   }
   std::vector<int> ai(M * K), bi(N * K);  // B stored N x K (K-major: column-major B)
