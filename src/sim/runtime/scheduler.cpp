@@ -412,7 +412,10 @@ void run_block(Worker& w, Launch& L, unsigned long long b) {
     t.index = i;
     t.tid = uint3{i % d.x, i / d.x % d.y, i / (d.x * d.y)};
     const Stack& s = w.stacks[i];
-    t.ctx = bctx::make_fcontext(s.lo + s.size, s.size, fiber_main);
+    // Stacks are whole pages apart, so their tops would share a few cache sets and evict each other
+    // at every switch: each starts a different 64-byte line into its top page instead.
+    const std::size_t stagger = i % 64 * 64;
+    t.ctx = bctx::make_fcontext(s.lo + s.size - stagger, s.size - stagger, fiber_main);
   }
   w.named = {};
   w.bulk.clear();
@@ -562,10 +565,10 @@ std::uintptr_t shared_address(const void* p) {
   return reinterpret_cast<std::uintptr_t>(p);
 }
 
-void* dynamic_shared_at(std::uintptr_t address, std::size_t bytes) {
+SharedWindow dynamic_shared_window() {
   const Worker* w = tls_worker;
-  if (!w || !w->launch || address < 1024 || address - 1024 + bytes > w->launch->smem) return nullptr;
-  return static_cast<char*>(dynamic_smem) + (address - 1024);
+  if (!w || !w->launch) return {};
+  return {static_cast<unsigned char*>(dynamic_smem), w->launch->smem};
 }
 
 std::string shared_name(const void* p) {
