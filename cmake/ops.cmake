@@ -7,6 +7,7 @@ file(GLOB families LIST_DIRECTORIES true RELATIVE ${KERNELAB_OPS_DIR} CONFIGURE_
 set(KERNELAB_RUNG_IDS)
 set(KERNELAB_FAMILY_LIBS)
 set(KERNELAB_CUDA_FAMILIES)
+set(first_sim_family)  # whose simulator builds hold the precompiled header the others reuse
 
 # The cuDNN peers (rung files named *cudnn*.cu) need cudnn-frontend's headers (header-only; PyPI's
 # nvidia-cudnn-frontend, which scripts/install-deps.sh installs, puts them in site-packages/include)
@@ -80,8 +81,7 @@ foreach(family ${families})
     # -fno-strict-aliasing: CUDA code reads memory through other types (a float4 over floats, a
     # 16-byte chunk over halves), which nvcc compiles as written and GCC's -O2 need not.
     # -fsanitize=alignment: a misaligned typed access faults as on a GPU (src/sim/runtime/ubsan_hooks.cpp).
-    target_compile_options(kl_${family}_sim PRIVATE -include ${KERNELAB_SIM_DIR}/cuda_sim.h -O2 -fno-strict-aliasing -Wall -Wextra -Wno-psabi
-                           -fsanitize=alignment)
+    target_compile_options(kl_${family}_sim PRIVATE -O2 -fno-strict-aliasing -Wall -Wextra -Wno-psabi -fsanitize=alignment)
     target_link_libraries(kl_${family}_sim PRIVATE kl_base kl_sim)
     target_sources(kl_${family} PRIVATE $<TARGET_OBJECTS:kl_${family}_sim>)
     # The profiling build (`kernelab sim profile`): GCC's ThreadSanitizer instrumentation at compile
@@ -91,7 +91,7 @@ foreach(family ${families})
     # every basic block, from which the profiler tells loop iterations apart (divergent lanes); with
     # -fno-reorder-blocks(-and-partition) a loop's blocks lie between its first block and its back edge, in source order.
     add_library(kl_${family}_simprof OBJECT ${sim_wrappers})
-    target_compile_options(kl_${family}_simprof PRIVATE -include ${KERNELAB_SIM_DIR}/cuda_sim.h -O2 -fno-strict-aliasing -Wall -Wextra -Wno-psabi
+    target_compile_options(kl_${family}_simprof PRIVATE -O2 -fno-strict-aliasing -Wall -Wextra -Wno-psabi
                            -fsanitize=thread --param=tsan-instrument-func-entry-exit=0 -fno-tree-vectorize -fno-tree-sra
                            -fsanitize-coverage=trace-pc -fno-reorder-blocks
                            -fno-reorder-blocks-and-partition -Wno-tsan)
@@ -99,6 +99,18 @@ foreach(family ${families})
     target_link_libraries(kl_${family}_simprof PRIVATE kl_base kl_sim)
     target_sources(kl_${family} PRIVATE $<TARGET_OBJECTS:kl_${family}_simprof>)
     target_link_libraries(kl_${family} PUBLIC kl_sim)
+    # The simulator's header, included first as nvcc includes cuda_runtime.h, parsed once for all
+    # families' simulator builds (same flags) and once for their profiling builds: a second or so of
+    # each of the 130-odd wrappers' compile.
+    if(NOT first_sim_family)
+      set(first_sim_family ${family})
+      foreach(build sim simprof)
+        target_precompile_headers(kl_${family}_${build} PRIVATE ${KERNELAB_SIM_DIR}/cuda_sim.h)
+      endforeach()
+    else()
+      target_precompile_headers(kl_${family}_sim REUSE_FROM kl_${first_sim_family}_sim)
+      target_precompile_headers(kl_${family}_simprof REUSE_FROM kl_${first_sim_family}_simprof)
+    endif()
   endif()
 endforeach()
 
