@@ -366,16 +366,16 @@ struct OperandShare {
 template <unsigned Lines, unsigned K, class MnOf, class Address>
 OperandShare<Lines, K> operand_share(unsigned bytes, unsigned run, MnOf mn_of, Address address, const char* operand,
                                      const char* what, const Site& site) {
-  const std::size_t window = kl::sim::detail::dynamic_shared_window().bytes;
+  const kl::sim::detail::SharedWindow window = kl::sim::detail::dynamic_shared_window();
   OperandShare<Lines, K> share;
   share.run = run, share.bytes = bytes;
   for (unsigned j = 0; j < Lines; ++j)
     for (unsigned k = 0; k < K; k += run) {
-      const std::uintptr_t a = address(mn_of(j), k);
-      if (a < 1024 || a - 1024 + run * bytes > window)
+      const void* p = window.at(address(mn_of(j), k), run * bytes);
+      if (!p)
         fault(std::string(what) + ": the " + operand + " descriptor names bytes outside the block's dynamic shared memory "
                                   "(the simulator's wgmma reads extern __shared__ tiles only)", site);
-      share.start[(j * K + k) / run] = std::uint32_t(a - 1024);
+      share.start[(j * K + k) / run] = std::uint32_t(static_cast<const unsigned char*>(p) - window.host);
     }
   return share;
 }
