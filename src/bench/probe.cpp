@@ -175,12 +175,19 @@ HostIsa host_isa() {
   return i;
 }
 
+// The model string, and the family and model numbers: a VM may name every EPYC generation "AMD EPYC".
 std::string host_cpu_name() {
   std::ifstream f("/proc/cpuinfo");
-  std::string line;
-  while (std::getline(f, line))
-    if (line.rfind("model name", 0) == 0) return line.substr(line.find(':') + 2);
-  return "unknown CPU";
+  std::string line, name, family, model;
+  auto value = [&] { return line.substr(std::min(line.find(':') + 2, line.size())); };
+  while (std::getline(f, line) && !line.empty()) {  // the first processor's block
+    if (line.find(':') == std::string::npos) continue;
+    if (line.rfind("model name", 0) == 0) name = value();
+    else if (line.rfind("cpu family", 0) == 0) family = value();
+    else if (line.rfind("model", 0) == 0) model = value();
+  }
+  if (name.empty()) return "unknown CPU";
+  return family.empty() || model.empty() ? name : name + " (family " + family + ", model " + model + ")";
 }
 
 std::string host_ceilings_path() {

@@ -65,7 +65,9 @@ Isa isa() {
 
 void set_isa(Isa isa) { chosen.store(static_cast<int>(checked(isa, "set_isa")), std::memory_order_relaxed); }
 
-std::vector<Variant> dispatched(std::vector<std::vector<Variant>> per_isa) {
+std::vector<Variant> dispatched(const std::function<std::vector<Variant>(Isa)>& list_of) {
+  std::vector<std::vector<Variant>> per_isa;  // indexed by Isa; isa() never names a level past isa_supported()
+  for (int level = 0; level <= static_cast<int>(isa_supported()); ++level) per_isa.push_back(list_of(static_cast<Isa>(level)));
   std::vector<Variant> out = per_isa.at(0);
   for (const auto& list : per_isa)
     if (list.size() != out.size()) runtime_failure("cpu::dispatched: the ISA builds list different variants");

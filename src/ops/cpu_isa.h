@@ -8,10 +8,11 @@
 // with KL_CPU_ISA naming that build's namespace. The helpers of cpu_math.h and cpu_variant.h sit
 // in inline namespaces KL_CPU_ISA, so an inline function compiled for AVX-512 is a symbol of
 // its own, never the copy the linker keeps for a generic caller (a test checks the objects for
-// shared weak symbols: tests/check-cpu-isa-objects.sh). A file defines its exported function as
+// shared weak symbols: cmake/cpu_isa_object.py check). A file defines its exported function as
 // KL_CPU_ISA::name, its header declares all three with KL_CPU_ISA_DECLARE, and the op merges the
 // three lists with cpu::dispatched, whose rungs call the level cpu_isa() names at each run.
 #pragma once
+#include <functional>
 #include <string>
 #include <vector>
 
@@ -40,13 +41,21 @@ inline namespace KL_CPU_ISA {}  // the helpers of cpu_math.h
   namespace isa_avx512 {         \
   decl;                          \
   }
-// The three builds' variant lists of `fn(args...)`, merged into one that dispatches at run time.
-#define KL_CPU_ISA_VARIANTS(fn, ...) \
-  ::kl::cpu::dispatched({::kl::isa_generic::fn(__VA_ARGS__), ::kl::isa_avx2::fn(__VA_ARGS__), ::kl::isa_avx512::fn(__VA_ARGS__)})
+// The builds' variant lists of `fn(args...)`, merged into one that dispatches at run time. Only
+// the levels this CPU runs are asked for theirs: an AVX-512 build's list-making code may itself
+// hold AVX-512 instructions (GCC builds a Variant with zmm moves), an illegal instruction on AVX2.
+#define KL_CPU_ISA_VARIANTS(fn, ...)                                    \
+  ::kl::cpu::dispatched([&](::kl::cpu::Isa level) {                     \
+    switch (level) {                                                    \
+      case ::kl::cpu::Isa::avx512: return ::kl::isa_avx512::fn(__VA_ARGS__); \
+      case ::kl::cpu::Isa::avx2: return ::kl::isa_avx2::fn(__VA_ARGS__);     \
+      default: return ::kl::isa_generic::fn(__VA_ARGS__);               \
+    }                                                                   \
+  })
 
 namespace kl::cpu {
 
-enum class Isa { generic, avx2, avx512 };  // in the order of KL_CPU_ISA_VARIANTS' lists
+enum class Isa { generic, avx2, avx512 };  // in ascending order: a CPU that runs one runs those below it
 
 const char* isa_name(Isa isa);          // "generic", "avx2", "avx512"
 std::string isa_extensions(Isa isa);    // the extensions its build uses, for probe and bench
@@ -57,8 +66,9 @@ Isa isa();
 void set_isa(Isa isa);                  // for tests; checked as KERNELAB_CPU_ISA is
 Isa parse_isa(const std::string& name);  // bad_input on an unknown name
 
-// One variant list from the three builds' (same names and configs in the same order), each
-// config running the build of the level isa() names when it runs.
-std::vector<Variant> dispatched(std::vector<std::vector<Variant>> per_isa);
+// One variant list from the builds' of every level up to isa_supported() (same names and configs
+// in the same order; `list_of(level)` is called for those alone), each config running the build
+// of the level isa() names when it runs.
+std::vector<Variant> dispatched(const std::function<std::vector<Variant>(Isa)>& list_of);
 
 }  // namespace kl::cpu
