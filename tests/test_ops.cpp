@@ -534,6 +534,24 @@ TEST(CpuIsa, ChosenLevelIsCheckedAndNamed) {
   EXPECT_THAT(bad_input_message([] { kl::cpu::parse_isa("avx10"); }), HasSubstr("generic, avx2, avx512"));
 }
 
+// Only the levels this CPU runs are asked for their rung lists: the AVX-512 build's list-making
+// code holds AVX-512 instructions (an illegal instruction on an AVX2-only CPU, found on a Zen 3).
+TEST(CpuIsa, DispatchBuildsOnlyTheListsOfLevelsThisCpuRuns) {
+  std::vector<Variant> cpu_rungs;
+  for (const Variant& v : kl::find_op("softmax").variants)
+    if (v.backend == Backend::cpu) cpu_rungs.push_back(v);
+  std::vector<kl::cpu::Isa> asked;
+  const std::vector<Variant> merged = kl::cpu::dispatched([&](kl::cpu::Isa level) {
+    asked.push_back(level);
+    return cpu_rungs;
+  });
+  std::vector<kl::cpu::Isa> runnable;
+  for (kl::cpu::Isa isa : {kl::cpu::Isa::generic, kl::cpu::Isa::avx2, kl::cpu::Isa::avx512})
+    if (isa <= kl::cpu::isa_supported()) runnable.push_back(isa);
+  EXPECT_EQ(asked, runnable);
+  EXPECT_EQ(merged.size(), cpu_rungs.size());
+}
+
 TEST(CheckVariant, UnsupportedIsReportedWithItsReason) {
   const Op& op = kl::find_op("gemm");
   const Variant* ob = op.find_variant("openblas");
