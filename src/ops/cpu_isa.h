@@ -10,7 +10,7 @@
 // its own, never the copy the linker keeps for a generic caller (a test checks the objects for
 // shared weak symbols: cmake/cpu_isa_object.py check). A file defines its exported function as
 // KL_CPU_ISA::name, its header declares all three with KL_CPU_ISA_DECLARE, and the op merges the
-// three lists with cpu::dispatched, whose rungs call the level cpu_isa() names at each run.
+// lists of the levels the CPU runs with cpu::dispatched, whose rungs call the level isa() names at each run.
 #pragma once
 #include <functional>
 #include <string>
