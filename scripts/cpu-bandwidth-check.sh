@@ -9,7 +9,10 @@
 # level, $OUT_ROOT/<cpu>/<date>-<commit>-<level>.json (OUT_ROOT: bench/results/cpu; the commit: git's, or
 # KERNELAB_COMMIT where there is no git), with the probe (CPU model, the level and its
 # extensions, the CPU's best level, huge pages, triad) and every point. Run it on a quiet machine:
-# the probe and the points share the memory bus with everything else.
+# the probe and the points share the memory bus with everything else. On a VM whose neighbours
+# move the triad by half within minutes, one probe per run is no bound for a point ten minutes
+# later: the triad is probed again before each op's points and after the last (3 s each), each
+# point carries the two that bracket it, and the summary gives its share of their mean and the spread.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 bin=${KERNELAB:-build/kernelab}
@@ -31,12 +34,17 @@ for level in $LEVELS; do
   export KERNELAB_CPU_ISA=$level
   mkdir -p "$tmp/$level"
   "$bin" probe --json > "$tmp/$level/probe.json"
+  runs=0
   for dtype in $dtypes; do
     for op in $ops; do
       rung=(); [ "${RUNGS:-all}" = best ] && rung=(--variant "$(best_rung "$op")")
+      # bench's own share of bound is against the stored probe: this one, seconds old
+      "$bin" probe --json > "$tmp/$level/triad-$runs.json"
       "$bin" bench "$op" --rows 16384 --cols 8192 --dtype "$dtype" --backend cpu ${rung[@]+"${rung[@]}"} --max-seconds 0.5 --json > "$tmp/$level/$op-$dtype.json"
+      runs=$((runs + 1))
     done
   done
+  "$bin" probe --json > "$tmp/$level/triad-$runs.json"
   # A level's gemm peer is OpenBLAS's kernels of the same width (unless OPENBLAS_CORETYPE says):
   # Core2's SSE ones for generic, Haswell's AVX2 ones for avx2, not the AVX-512 ones it picks for
   # this CPU, which a CPU that runs our lower level does not have.
@@ -55,10 +63,15 @@ levels = sys.argv[7:]
 for level in levels:
     probe = json.load(open(f"{tmp}/{level}/probe.json"))
     kind = re.sub(r"[^a-z0-9]+", "-", re.sub(r"\((r|tm)\)|processor|cpu", "", probe["cpu"].lower())).strip("-") or "unknown"
-    points = []
+    points, runs = [], 0
     for dtype in dtypes:
         for op in ops:
-            points += json.load(open(f"{tmp}/{level}/{op}-{dtype}.json"))["points"]
+            before, after = (json.load(open(f"{tmp}/{level}/triad-{k}.json"))["triad_bytes_per_s"] for k in (runs, runs + 1))
+            for p in json.load(open(f"{tmp}/{level}/{op}-{dtype}.json"))["points"]:
+                p["triad_before_bytes_per_s"], p["triad_after_bytes_per_s"] = before, after
+                p["pct_of_bracketing_triad"] = p["gbps"] * 1e9 / ((before + after) / 2) * 100
+                points.append(p)
+            runs += 1
     gemm_op = next(o for o in json.load(open(f"{tmp}/{level}/list.json"))["ops"] if o["op"] == "gemm")
     openblas = next(v["note"] for v in gemm_op["variants"] if v["name"] == "openblas")
     gemm = []
@@ -66,14 +79,19 @@ for level in levels:
         gemm += json.load(open(f"{tmp}/{level}/gemm-{n}.json"))["points"]
     out = f"{out_root}/{kind}/{time.strftime('%Y-%m-%d', time.gmtime())}-{commit}-{level}.json"
     os.makedirs(os.path.dirname(out), exist_ok=True)
-    command = ("KERNELAB_CPU_ISA=LEVEL kernelab bench OP --backend cpu --rows 16384 --cols 8192 --dtype DTYPE --max-seconds 0.5 --json; "
+    command = ("KERNELAB_CPU_ISA=LEVEL kernelab probe --json before each OP and DTYPE and after the last; "
+               "KERNELAB_CPU_ISA=LEVEL kernelab bench OP --backend cpu --rows 16384 --cols 8192 --dtype DTYPE --max-seconds 0.5 --json; "
                "kernelab bench gemm --m N --n N --k N --dtype fp32 --backend cpu --variant cpu_tiled openblas --max-seconds 2 --json")
     json.dump({"command": command, "probe": probe, "points": points, "gemm": gemm, "openblas": openblas}, open(out, "w"), indent=2)
     print(f"wrote {out}")
     print(f"{probe['cpu']}: {probe['threads']} threads, {probe['isa_used']} rungs ({probe['isa_extensions']}) on an {probe['isa_cpu']} CPU, "
           f"huge pages {probe['huge_pages']}, triad {probe['triad_bytes_per_s'] / 1e9:.1f} GB/s")
+    triads = [json.load(open(f"{tmp}/{level}/triad-{k}.json"))["triad_bytes_per_s"] / 1e9 for k in range(runs + 1)]
+    print(f"  triad before each op and after the last: {min(triads):.1f}-{max(triads):.1f} GB/s")
     for p in points:
-        print(f"  {p['op']:<10} {p['variant']:<12} {p['dtype']:<5} {p['median_s']*1e3:8.1f} ms {p['gbps']:6.1f} GB/s {p['pct_of_bound']:6.1f}% of bound")
+        print(f"  {p['op']:<10} {p['variant']:<12} {p['dtype']:<5} {p['median_s']*1e3:8.1f} ms {p['gbps']:6.1f} GB/s "
+              f"{p['pct_of_bracketing_triad']:6.1f}% of the triad around it ({p['triad_before_bytes_per_s'] / 1e9:.1f}, "
+              f"{p['triad_after_bytes_per_s'] / 1e9:.1f} GB/s)")
     for n in sizes:
         t = {p["variant"]: p["median_s"] for p in gemm if f"m={n}," in p["shape"]}
         if "cpu_tiled" in t and "openblas" in t:
