@@ -33,7 +33,6 @@ best_rung() { case $1 in transpose) echo cpu_tiled ;; reduce) echo cpu_simd ;; *
 for level in $LEVELS; do
   export KERNELAB_CPU_ISA=$level
   mkdir -p "$tmp/$level"
-  "$bin" probe --json > "$tmp/$level/probe.json"
   runs=0
   for dtype in $dtypes; do
     for op in $ops; do
@@ -61,12 +60,15 @@ import json, os, re, sys, time
 tmp, commit, ops, dtypes, sizes, out_root = sys.argv[1], sys.argv[2], sys.argv[3].split(), sys.argv[4].split(), sys.argv[5].split(), sys.argv[6]
 levels = sys.argv[7:]
 for level in levels:
-    probe = json.load(open(f"{tmp}/{level}/probe.json"))
+    count = sum(f.startswith("triad-") for f in os.listdir(f"{tmp}/{level}"))
+    probes = [json.load(open(f"{tmp}/{level}/triad-{k}.json")) for k in range(count)]
+    probe = probes[0]  # the run's first, as the file's probe
+    triads = [q["triad_bytes_per_s"] for q in probes]
     kind = re.sub(r"[^a-z0-9]+", "-", re.sub(r"\((r|tm)\)|processor|cpu", "", probe["cpu"].lower())).strip("-") or "unknown"
     points, runs = [], 0
     for dtype in dtypes:
         for op in ops:
-            before, after = (json.load(open(f"{tmp}/{level}/triad-{k}.json"))["triad_bytes_per_s"] for k in (runs, runs + 1))
+            before, after = triads[runs], triads[runs + 1]
             for p in json.load(open(f"{tmp}/{level}/{op}-{dtype}.json"))["points"]:
                 p["triad_before_bytes_per_s"], p["triad_after_bytes_per_s"] = before, after
                 p["pct_of_bracketing_triad"] = p["gbps"] * 1e9 / ((before + after) / 2) * 100
@@ -86,8 +88,7 @@ for level in levels:
     print(f"wrote {out}")
     print(f"{probe['cpu']}: {probe['threads']} threads, {probe['isa_used']} rungs ({probe['isa_extensions']}) on an {probe['isa_cpu']} CPU, "
           f"huge pages {probe['huge_pages']}, triad {probe['triad_bytes_per_s'] / 1e9:.1f} GB/s")
-    triads = [json.load(open(f"{tmp}/{level}/triad-{k}.json"))["triad_bytes_per_s"] / 1e9 for k in range(runs + 1)]
-    print(f"  triad before each op and after the last: {min(triads):.1f}-{max(triads):.1f} GB/s")
+    print(f"  triad before each op and after the last: {min(triads) / 1e9:.1f}-{max(triads) / 1e9:.1f} GB/s")
     for p in points:
         print(f"  {p['op']:<10} {p['variant']:<12} {p['dtype']:<5} {p['median_s']*1e3:8.1f} ms {p['gbps']:6.1f} GB/s "
               f"{p['pct_of_bracketing_triad']:6.1f}% of the triad around it ({p['triad_before_bytes_per_s'] / 1e9:.1f}, "
