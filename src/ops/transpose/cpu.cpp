@@ -279,8 +279,11 @@ template <class E> void tiled(const TransposeParams& p, const Args& a) {
             constexpr int64_t kColsPerCall = 16;
 #endif
             constexpr int64_t kCalls = TR / kRowsPerCall * (TC / kColsPerCall);
-            for (int64_t bi2 = 0; bi2 < TR; bi2 += kRowsPerCall)
-              for (int64_t bj2 = 0; bj2 < TC; bj2 += kColsPerCall) {
+            // Down x first: 16 (or 32) rows of y take their lines in turn, not all TC rows of the tile. At
+            // 16384 x 8192 fp32 on 2 Zen 3 cores: 37.0-46.1 ms against 43.7-51.3 along x's rows (five
+            // alternations); generic 44.6-50.2 against 52.9-58.9; bf16 within noise.
+            for (int64_t bj2 = 0; bj2 < TC; bj2 += kColsPerCall)
+              for (int64_t bi2 = 0; bi2 < TR; bi2 += kRowsPerCall) {
                 prefetch_next(TR * kLinesPerRow / kCalls);
                 const E* from = x + (i0 + bi2) * cols + j0 + bj2;
                 E* to = y + (j0 + bj2) * rows + i0 + bi2;
