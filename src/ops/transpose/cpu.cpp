@@ -234,78 +234,96 @@ void transpose32x32(const uint16_t* x, int64_t ldx, uint16_t* y, int64_t ldy) {
 }
 #endif
 
-template <class E> void tiled(const TransposeParams& p, const Args& a) {
-  // The tile fits in L1 and its rows are whole lines of x and of y: 64x64 (fp32 in registers: 31
-  // ms against 43 for 32x32 at 16384x8192 on Zen 4; the 16-bit scalar tile took 2.3x as long at
-  // 64x64 as at 32x32, the register one 17.6 ms). 16-bit on AVX-512: 128 rows of x by 64
-  // columns, so that y's rows, like fp32's, are 4 lines long (64x64: 14.4-15.8 ms, 128x64: 12.9-14.1,
-  // interleaved runs).
+// The tile fits in L1 and its rows are whole lines of x and of y: 64x64 (fp32 in registers: 31 ms
+// against 43 for 32x32 at 16384x8192 on Zen 4; the 16-bit scalar tile took 2.3x as long at 64x64 as
+// at 32x32, the register one 17.6 ms). 16-bit on AVX-512: 128 rows of x by 64 columns, so that y's
+// rows, like fp32's, are 4 lines long (64x64: 14.4-15.8 ms, 128x64: 12.9-14.1, interleaved runs).
 #if defined(KL_CPU_AVX512)
-  constexpr int64_t TR = sizeof(E) == 2 ? 128 : sizeof(E) > 2 ? 64 : 32;
+template <class E> constexpr int64_t kTileRows = sizeof(E) == 2 ? 128 : sizeof(E) > 2 ? 64 : 32;
 #else
-  constexpr int64_t TR = sizeof(E) >= 2 ? 64 : 32;
+template <class E> constexpr int64_t kTileRows = sizeof(E) >= 2 ? 64 : 32;
 #endif
-  constexpr int64_t TC = sizeof(E) >= 2 ? 64 : 32;
+template <class E> constexpr int64_t kTileCols = sizeof(E) >= 2 ? 64 : 32;
+
+// The next tile along the band has its short rows asked into L2 while this one is transposed, a
+// share before each step: TR streams of TC elements are more than the hardware prefetcher follows.
+// At 16384 x 8192 on 2 Zen 4 cores, fp32 32-35 -> 24-28 ms (avx2 46 -> 33, generic 62 -> 45), bf16
+// 17.3 -> 15.0 ms.
+template <class E> struct NextTile {
+  static constexpr int64_t kLinesPerRow = (kTileCols<E> * int64_t(sizeof(E)) + 63) / 64;
+  const E* next;  // its first element; null when there is no next tile in the band
+  int64_t cols, lines, line = 0;
+  void prefetch(int64_t count) {
+    for (int64_t k = 0; next && k < count && line < lines; ++k, ++line)
+      cpu::prefetch_l2(next + line / kLinesPerRow * cols + line % kLinesPerRow * (64 / int64_t(sizeof(E))));
+  }
+};
+
+// A tile through an L1 buffer: whole lines of x in, whole lines of y out (fp32 streamed): tiles cut
+// by the matrix's edge, and every tile of 1-byte elements. Its own function, so that its buffer is
+// not in the register path's frame: there it made the 16-bit AVX2 transpose slower (bf16 at 16384 x
+// 8192 on 2 Zen 3 cores: 28.0-28.5 ms with it, 25.3-26.5 without, four alternations; fp32 within
+// noise; the cause not isolated).
+template <class E>
+[[gnu::noinline]] void tile_through_l1(const E* x, E* y, int64_t rows, int64_t cols, int64_t i0, int64_t j0, NextTile<E>& next) {
+  constexpr int64_t TR = kTileRows<E>, TC = kTileCols<E>;
+  alignas(64) E tile[TR * TC];  // tile[jj][ii] = x[i0 + ii][j0 + jj]
+  const int64_t ni = std::min(TR, rows - i0), nj = std::min(TC, cols - j0);
+  for (int64_t ii = 0; ii < ni; ++ii) {  // whole lines of x in
+    const E* xr = x + (i0 + ii) * cols + j0;
+    for (int64_t jj = 0; jj < nj; ++jj) tile[jj * TR + ii] = xr[jj];
+  }
+  for (int64_t jj = 0; jj < nj; ++jj) {  // whole lines of y out
+    next.prefetch(NextTile<E>::kLinesPerRow);
+    E* yr = y + (j0 + jj) * rows + i0;
+    if constexpr (sizeof(E) == sizeof(float))
+      cpu::stream_row(reinterpret_cast<float*>(yr), reinterpret_cast<const float*>(tile + jj * TR), ni);
+    else
+      std::memcpy(yr, tile + jj * TR, static_cast<size_t>(ni) * sizeof(E));
+  }
+}
+
+template <class E> void tiled(const TransposeParams& p, const Args& a) {
+  constexpr int64_t TR = kTileRows<E>, TC = kTileCols<E>;
   const int64_t rows = p.rows, cols = p.cols;
   const E* x = static_cast<const E*>(a.in[0].data());
   E* y = static_cast<E*>(a.out[0].data());
   const int64_t tr = (rows + TR - 1) / TR, tc = (cols + TC - 1) / TC;
 #pragma omp parallel
   {
-    alignas(64) E tile[TR * TC];  // tile[jj][ii] = x[i0 + ii][j0 + jj]
 #pragma omp for schedule(static) collapse(2)
     for (int64_t bi = 0; bi < tr; ++bi)  // along a band of x rows: T sequential read streams
       for (int64_t bj = 0; bj < tc; ++bj) {
         const int64_t i0 = bi * TR, j0 = bj * TC;
         const int64_t ni = std::min(TR, rows - i0), nj = std::min(TC, cols - j0);
+        NextTile<E> next{j0 + 2 * TC <= cols ? x + i0 * cols + j0 + TC : nullptr, cols, ni * NextTile<E>::kLinesPerRow};
         constexpr bool kInRegisters = sizeof(E) == 4 || sizeof(E) == 2;
-        // The next tile along the band has its TR short rows asked into L2 meanwhile, a share
-        // before each step: TR streams of TC elements are more than the hardware prefetcher
-        // follows. At 16384 x 8192 on 2 Zen 4 cores, fp32 32-35 -> 24-28 ms (avx2 46 -> 33,
-        // generic 62 -> 45), bf16 17.3 -> 15.0 ms.
-        constexpr int64_t kLinesPerRow = (TC * int64_t(sizeof(E)) + 63) / 64;
-        const E* next = j0 + 2 * TC <= cols ? x + i0 * cols + j0 + TC : nullptr;
-        int64_t line = 0;
-        const auto prefetch_next = [&](int64_t count) {
-          for (int64_t k = 0; next && k < count && line < ni * kLinesPerRow; ++k, ++line)
-            cpu::prefetch_l2(next + line / kLinesPerRow * cols + line % kLinesPerRow * (64 / int64_t(sizeof(E))));
-        };
-        if constexpr (kInRegisters)
-          if (ni == TR && nj == TC) {  // a whole tile in registers
-            constexpr int64_t kRowsPerCall = sizeof(E) == 2 ? 32 : 16;  // x rows a call: a line of y a store
-#if defined(KL_CPU_AVX512)
-            constexpr int64_t kColsPerCall = sizeof(E) == 2 ? 32 : 16;
-#else
-            constexpr int64_t kColsPerCall = 16;
-#endif
-            constexpr int64_t kCalls = TR / kRowsPerCall * (TC / kColsPerCall);
-            // Down x first: 16 (or 32) rows of y take their lines in turn, not all TC rows of the tile. At
-            // 16384 x 8192 fp32 on 2 Zen 3 cores: 37.0-46.1 ms against 43.7-51.3 along x's rows (five
-            // alternations); generic 44.6-50.2 against 52.9-58.9; bf16 within noise.
-            for (int64_t bj2 = 0; bj2 < TC; bj2 += kColsPerCall)
-              for (int64_t bi2 = 0; bi2 < TR; bi2 += kRowsPerCall) {
-                prefetch_next(TR * kLinesPerRow / kCalls);
-                const E* from = x + (i0 + bi2) * cols + j0 + bj2;
-                E* to = y + (j0 + bj2) * rows + i0 + bi2;
-#if defined(KL_CPU_AVX512)
-                if constexpr (sizeof(E) == 2) transpose32x32(from, cols, to, rows);
-                else
-#endif
-                  transpose16x16(from, cols, to, rows);
-              }
-            continue;
-          }
-        for (int64_t ii = 0; ii < ni; ++ii) {  // whole lines of x in
-          const E* xr = x + (i0 + ii) * cols + j0;
-          for (int64_t jj = 0; jj < nj; ++jj) tile[jj * TR + ii] = xr[jj];
+        if (!kInRegisters || ni < TR || nj < TC) {
+          tile_through_l1(x, y, rows, cols, i0, j0, next);
+          continue;
         }
-        for (int64_t jj = 0; jj < nj; ++jj) {  // whole lines of y out
-          prefetch_next(kLinesPerRow);
-          E* yr = y + (j0 + jj) * rows + i0;
-          if constexpr (sizeof(E) == sizeof(float))
-            cpu::stream_row(reinterpret_cast<float*>(yr), reinterpret_cast<const float*>(tile + jj * TR), ni);
-          else
-            std::memcpy(yr, tile + jj * TR, static_cast<size_t>(ni) * sizeof(E));
+        if constexpr (kInRegisters) {  // a whole tile in registers
+          constexpr int64_t kRowsPerCall = sizeof(E) == 2 ? 32 : 16;  // x rows a call: a line of y a store
+#if defined(KL_CPU_AVX512)
+          constexpr int64_t kColsPerCall = sizeof(E) == 2 ? 32 : 16;
+#else
+          constexpr int64_t kColsPerCall = 16;
+#endif
+          constexpr int64_t kCalls = TR / kRowsPerCall * (TC / kColsPerCall);
+          // Down x first: 16 (or 32) rows of y take their lines in turn, not all TC rows of the tile. At
+          // 16384 x 8192 fp32 on 2 Zen 3 cores: 37.0-46.1 ms against 43.7-51.3 along x's rows (five
+          // alternations); generic 44.6-50.2 against 52.9-58.9; bf16 within noise.
+          for (int64_t bj2 = 0; bj2 < TC; bj2 += kColsPerCall)
+            for (int64_t bi2 = 0; bi2 < TR; bi2 += kRowsPerCall) {
+              next.prefetch(TR * NextTile<E>::kLinesPerRow / kCalls);
+              const E* from = x + (i0 + bi2) * cols + j0 + bj2;
+              E* to = y + (j0 + bj2) * rows + i0 + bi2;
+#if defined(KL_CPU_AVX512)
+              if constexpr (sizeof(E) == 2) transpose32x32(from, cols, to, rows);
+              else
+#endif
+                transpose16x16(from, cols, to, rows);
+            }
         }
       }
     cpu::stream_fence();
