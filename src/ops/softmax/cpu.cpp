@@ -56,7 +56,7 @@ template <class T> void fused_row(const T* xr, const T* next, float* e, T* yr, i
   const Vec sc2v = cpu::vset(sc2), mx2v = cpu::vset(mx2);
   Vec sa = cpu::vzero(), sb = cpu::vzero();
   for (j = 0; j < whole; j += kPair) {
-    cpu::prefetch_lines(next, j / 2, (j + kPair) / 2);
+    cpu::prefetch_lines(next, j / 2, (j + kPair) / 2);  // lines [0, whole / 2)
     const cpu::Pair p = cpu::load_pair(xr + j);
     const Vec ea = cpu::vexp2(cpu::vfms(sc2v, p.a, mx2v)), eb = cpu::vexp2(cpu::vfms(sc2v, p.b, mx2v));
     cpu::store_pair(e + j, {ea, eb}, false);
@@ -68,11 +68,11 @@ template <class T> void fused_row(const T* xr, const T* next, float* e, T* yr, i
   const Vec iv = cpu::vset(inv), zero = cpu::vzero();
   const bool stream = reinterpret_cast<uintptr_t>(yr) % 64 == 0;
   for (j = 0; j < whole; j += kPair) {
-    cpu::prefetch_lines(next, whole / 2 + j / 2, whole / 2 + (j + kPair) / 2);
+    cpu::prefetch_lines(next, (whole + j) / 2, (whole + j + kPair) / 2);  // lines [whole / 2, whole)
     const cpu::Pair p = cpu::load_pair(e + j);
     cpu::store_pair(yr + j, {cpu::vmul(p.a, iv), cpu::vmul(p.b, iv)}, stream);
   }
-  cpu::prefetch_lines(next, whole / 2 * 2, cols);
+  cpu::prefetch_lines(next, whole, cols);
   for (; j < valid; ++j) yr[j] = from_float<T>(e[j] * inv);
   for (; j < cols && j % kPair != 0; ++j) yr[j] = from_float<T>(0.0f);
   for (; j + kPair <= cols; j += kPair) cpu::store_pair(yr + j, {zero, zero}, stream);
