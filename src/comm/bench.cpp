@@ -14,8 +14,6 @@ namespace kl::comm {
 
 namespace {
 
-constexpr uint64_t kSeed = 16;
-
 struct Placement {
   double time_us = 0, algbw = 0, busbw = 0;
   std::size_t wrong = 0;
@@ -41,11 +39,11 @@ Placement measure(Session& s, const BenchOptions& o, Algo a, std::size_t block, 
   const Layout l = layout(o.op, block, s.size(), s.rank());
   const std::size_t e = dtype_size(o.dtype);
   const auto [in, out] = b.ptrs(o.op, l, e, in_place);
-  fill_input(o.op, b.input(o.op, l, e, in_place), block, o.dtype, s.size(), s.rank(), kSeed);
+  fill_input(o.op, b.input(o.op, l, e, in_place), block, o.dtype, s.size(), s.rank(), kInputSeed);
   s.run(o.op, a, in, out, block, o.dtype, o.redop);
   Placement p;
   const unsigned long long wrong = check_against_reference(
-      reference(o.op, block, o.dtype, o.redop, s.size(), s.rank(), kSeed), out, o.dtype).wrong;
+      reference(o.op, block, o.dtype, o.redop, s.size(), s.rank(), kInputSeed), out, o.dtype).wrong;
   unsigned long long total = 0;
   s.guarded("the bench's count of wrong elements (MPI_Allreduce)",
             [&] { MPI_Allreduce(&wrong, &total, 1, MPI_UNSIGNED_LONG_LONG, MPI_SUM, s.comm()); });

@@ -13,8 +13,6 @@ namespace kl::comm {
 
 namespace {
 
-constexpr uint64_t kSeed = 16;
-
 // Runs algorithm a on a fresh copy of the inputs; the output, copied out.
 std::vector<std::byte> run_case(Session& s, const CheckCase& k, Algo a, const std::vector<std::byte>& input) {
   const Layout l = layout(k.op, k.block, s.size(), s.rank());
@@ -54,9 +52,9 @@ int check_cases(Session& s, const CheckOptions& o, const CaseRunner& run) {
           for (bool in_place : {false, true}) {
             const CheckCase k{op, t, redop, block, in_place};
             std::vector<std::byte> input(layout(op, block, s.size(), s.rank()).in_count * dtype_size(t));
-            fill_input(op, input.data(), block, t, s.size(), s.rank(), kSeed);
+            fill_input(op, input.data(), block, t, s.size(), s.rank(), kInputSeed);
             const std::vector<std::byte> peer = run(k, Algo::library, input);
-            const Reference want = reference(op, block, t, redop, s.size(), s.rank(), kSeed);
+            const Reference want = reference(op, block, t, redop, s.size(), s.rank(), kInputSeed);
             for (Algo a : algos_of(op)) {
               const std::vector<std::byte> out = a == Algo::library ? peer : run(k, a, input);
               const Mismatch ref = check_against_reference(want, out.data(), t);

@@ -12,6 +12,9 @@
 
 namespace kl::comm {
 
+// The seed of the inputs of `comm check` and `comm bench`.
+constexpr uint64_t kInputSeed = 16;
+
 void fill_input(Collective c, std::byte* in, std::size_t block, DType t, int ranks, int rank, uint64_t seed);
 
 // Tolerance, per element of a sum: each of the n-1 additions of any order (ring, tree, the

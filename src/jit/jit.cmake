@@ -6,6 +6,7 @@ add_library(kl_expr STATIC ${CMAKE_SOURCE_DIR}/src/jit/expr.cpp ${CMAKE_SOURCE_D
                            ${CMAKE_SOURCE_DIR}/src/jit/nvrtc.cpp ${CMAKE_SOURCE_DIR}/src/jit/gpu_launch.cpp)
 target_link_libraries(kl_expr PUBLIC kl_base)
 kl_cxx_options(kl_expr)
+kl_unity(kl_expr 0)
 if(TARGET CUDA::nvrtc)
   list(GET CUDAToolkit_INCLUDE_DIRS 0 KERNELAB_JIT_CUDA_INCLUDE)
   target_include_directories(kl_expr PRIVATE ${CUDAToolkit_INCLUDE_DIRS})

@@ -8,19 +8,11 @@
 #include <fmt/format.h>
 
 #include "kernelab/error.h"
+#include "model/text.h"
 
 namespace kl::model {
 
 namespace {
-
-std::string num(double x) { return fmt::format("{:.4g}", x); }
-
-std::string secs(double s) {
-  if (s < 1e-6) return fmt::format("{:.4g} ns", s * 1e9);
-  if (s < 1e-3) return fmt::format("{:.4g} us", s * 1e6);
-  if (s < 1) return fmt::format("{:.4g} ms", s * 1e3);
-  return fmt::format("{:.4g} s", s);
-}
 
 std::string gbps(double bytes_per_s) { return fmt::format("{:.4g} GB/s", bytes_per_s / 1e9); }
 

@@ -10,18 +10,13 @@
 #include "hw/occupancy.h"
 #include "hw/specs.h"
 #include "kernelab/error.h"
+#include "model/text.h"
 #include "ops/static_facts.h"
 
 namespace kl::model {
 
 namespace {
 
-std::string num(double x) { return fmt::format("{:.4g}", x); }
-std::string secs(double s) {
-  if (s < 1e-3) return fmt::format("{:.4g} us", s * 1e6);
-  if (s < 1) return fmt::format("{:.4g} ms", s * 1e3);
-  return fmt::format("{:.4g} s", s);
-}
 std::string bytes_text(double b) {
   if (b >= 1 << 30) return fmt::format("{:.4g} GiB", b / (1 << 30));
   if (b >= 1 << 20) return fmt::format("{:.4g} MiB", b / (1 << 20));

@@ -8,18 +8,14 @@
 
 namespace kl::trace {
 
-namespace {
-bool starts_with(std::string_view s, std::string_view p) { return s.substr(0, p.size()) == p; }
-}  // namespace
-
 // HTA's regular expressions, matched with Python's re.match (anchored at the start; '.' stops at
 // a newline): communication ^nccl.*Kernel; memory ^Memcpy|^Memset|^dma; computation: none of
 // (^nccl.*Kernel)|(.*(Memcpy)|(Memset))|(.*Sync); the rest is other.
 KernelType hta_kernel_type(std::string_view name) {
   const std::string_view line = name.substr(0, name.find('\n'));
-  const bool comm = starts_with(line, "nccl") && line.find("Kernel", 4) != std::string_view::npos;
+  const bool comm = line.starts_with("nccl") && line.find("Kernel", 4) != std::string_view::npos;
   if (comm) return KernelType::communication;
-  if (starts_with(name, "Memcpy") || starts_with(name, "Memset") || starts_with(name, "dma")) return KernelType::memory;
+  if (name.starts_with("Memcpy") || name.starts_with("Memset") || name.starts_with("dma")) return KernelType::memory;
   const bool not_compute = line.find("Memcpy") != std::string_view::npos || line.find("Sync") != std::string_view::npos;
   return not_compute ? KernelType::other : KernelType::computation;
 }

@@ -25,7 +25,7 @@ const char* cp_edge_name(CpEdge e) {
 }
 
 namespace {
-std::optional<int64_t> number(std::string_view s) {
+std::optional<int64_t> whole_number(std::string_view s) {
   int64_t v = 0;
   auto [end, ec] = std::from_chars(s.data(), s.data() + s.size(), v);
   if (s.empty() || ec != std::errc() || end != s.data() + s.size() || v < 0) return std::nullopt;
@@ -87,14 +87,14 @@ CriticalPathSpec parse_critical_path(std::string_view text) {
   CriticalPathSpec s;
   s.text = text;
   if (text == "all") return s.whole = true, s;
-  if (auto n = number(text)) return s.step = true, s.annotation = fmt::format("ProfilerStep#{}", *n), s;
+  if (auto n = whole_number(text)) return s.step = true, s.annotation = fmt::format("ProfilerStep#{}", *n), s;
   const size_t at = text.rfind('@');
   s.annotation = text.substr(0, at);
   if (at != std::string_view::npos) {
     const std::string_view inst = text.substr(at + 1);
     const size_t dash = inst.find('-');
-    const auto a = number(inst.substr(0, dash));
-    const auto b = dash == std::string_view::npos ? a : number(inst.substr(dash + 1));
+    const auto a = whole_number(inst.substr(0, dash));
+    const auto b = dash == std::string_view::npos ? a : whole_number(inst.substr(dash + 1));
     if (!a || !b || *a > *b) bad_input(fmt::format("--critical-path '{}': after @ give an instance K or a range A-B (A <= B, from 0)", text));
     s.first = *a, s.last = *b;
   }

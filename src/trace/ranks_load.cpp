@@ -18,18 +18,16 @@ namespace od = simdjson::ondemand;
 
 namespace {
 
-bool starts_with(std::string_view s, std::string_view p) { return s.substr(0, p.size()) == p; }
-
 bool host_collective(std::string_view name) {
-  return starts_with(name, "kernelab:") || starts_with(name, "gloo:") || starts_with(name, "mpi:");
+  return name.starts_with("kernelab:") || name.starts_with("gloo:") || name.starts_with("mpi:");
 }
 
 // Host events that belong to the collectives rather than to compute.
 bool collective_wrapper(std::string_view name) {
-  return host_collective(name) || starts_with(name, "nccl:") || starts_with(name, "c10d::") || name == "record_param_comms";
+  return host_collective(name) || name.starts_with("nccl:") || name.starts_with("c10d::") || name == "record_param_comms";
 }
 
-struct Event {
+struct RankEvent {
   std::string_view ph, cat, name, ts, dur;
   int64_t seq = -1;
 };
@@ -39,7 +37,7 @@ std::string_view string_or_empty(od::value v) {
   return v.get_string().get(s) ? std::string_view() : s;
 }
 
-Event read_event(od::parser& parser, std::string_view json, size_t index, const std::string& source) {
+RankEvent read_event(od::parser& parser, std::string_view json, size_t index, const std::string& source) {
   auto malformed = [&](const char* why) {
     bad_input(fmt::format("{}: traceEvents[{}] is {}", source, index, why));
   };
@@ -47,7 +45,7 @@ Event read_event(od::parser& parser, std::string_view json, size_t index, const 
   od::object obj;
   if (parser.iterate(json.data(), json.size(), json.size() + kEventPadding).get(doc) || doc.get_object().get(obj))
     malformed("not an object");
-  Event e;
+  RankEvent e;
   for (auto field : obj) {
     std::string_view key;
     od::value v;
@@ -85,7 +83,7 @@ RankTrace load_rank_trace(const std::string& path) {
   ScanCallbacks cb;
   // Views into the event's text: copied (names) or converted (times) before the next event.
   cb.on_event = [&](std::string_view json, size_t index) {
-    const Event e = read_event(parser, json, index, path);
+    const RankEvent e = read_event(parser, json, index, path);
     if (e.ph != "X" || e.ts.empty() || e.dur.empty()) return;
     const Ns start = parse_us_as_ns(e.ts), end = start + parse_us_as_ns(e.dur);
     if (e.cat == "kernel" || e.cat == "Kernel") {

@@ -9,6 +9,7 @@ file(GLOB KERNELAB_TRACE_SOURCES CONFIGURE_DEPENDS ${CMAKE_SOURCE_DIR}/src/trace
 add_library(kl_trace STATIC ${KERNELAB_TRACE_SOURCES})
 target_link_libraries(kl_trace PUBLIC kl_base simdjson::simdjson ZLIB::ZLIB)
 kl_cxx_options(kl_trace)
+kl_unity(kl_trace 11)
 target_precompile_headers(kl_trace PRIVATE $<$<COMPILE_LANGUAGE:CXX>:<nlohmann/json.hpp$<ANGLE-R>> $<$<COMPILE_LANGUAGE:CXX>:<fmt/format.h$<ANGLE-R>>)
 
 # NVTX ranges around benchmark phases and launches: the toolkit's header-only nvtx3 (it dlopens
