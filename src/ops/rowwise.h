@@ -12,10 +12,10 @@ inline std::vector<DimSpec> rows_cols_dims() {
 }
 
 // Shapes of the correctness sweep: 1, odd, non-multiples of every tile, non-square, large. The
-// tall ones have 333 rows, not 1000: a block-per-row rung's simulated cost is its rows times its
-// block (512 threads for one column), and three 1000-row shapes were 82% of the sweep's rows.
+// tall ones have 333 rows and the one-column one 127, not 1000: a block-per-row rung's simulated
+// cost is its rows times its block (512 threads for one column), whether the row has 1 or 1000 columns.
 inline std::vector<std::pair<int64_t, int64_t>> rows_cols_sweep() {
-  return {{1, 1},    {1, 7},    {7, 1},     {7, 33},   {33, 7},   {1, 1000},  {333, 1},
+  return {{1, 1},    {1, 7},    {7, 1},     {7, 33},   {33, 7},   {1, 1000},  {127, 1},
           {33, 127}, {127, 33}, {127, 1000}, {333, 127}, {64, 64}, {257, 513}, {1000, 1000}};
 }
 
