@@ -40,7 +40,7 @@ void expect_design_keys(const nlohmann::json& j) {
   EXPECT_FALSE(j.at("sources").at("bandwidth").get<std::string>().empty());
 }
 
-#define EXPECT_REL(a, b) EXPECT_NEAR((a).get<double>(), (b), 1e-9 * std::abs(b))
+#define EXPECT_JSON_REL(a, b) EXPECT_NEAR((a).get<double>(), (b), 1e-9 * std::abs(b))
 
 TEST(RooflineCli, GemmOnH100Sxm) {
   // Hand-computed in test_model.cpp (Analyze.Gemm4096Bf16OnH100Sxm).
@@ -54,7 +54,7 @@ TEST(RooflineCli, GemmOnH100Sxm) {
   EXPECT_NEAR(j["intensity"].get<double>(), 1365.33, 0.01);
   EXPECT_NEAR(j["ridge"].get<double>(), 295.34, 0.01);
   EXPECT_EQ(j["bound"], "compute");
-  EXPECT_REL(j["t_lower_bound_s"], 1.3891141446533252e-4);
+  EXPECT_JSON_REL(j["t_lower_bound_s"], 1.3891141446533252e-4);
 }
 
 TEST(RooflineCli, GqaDecodeOnH200) {
@@ -65,7 +65,7 @@ TEST(RooflineCli, GqaDecodeOnH200) {
   EXPECT_EQ(j["bytes"], 33570816.0);
   EXPECT_EQ(j["ridge"], 206.125);
   EXPECT_EQ(j["bound"], "memory");
-  EXPECT_REL(j["t_lower_bound_s"], 6.99392e-6);
+  EXPECT_JSON_REL(j["t_lower_bound_s"], 6.99392e-6);
   EXPECT_EQ(j["schedule"], "flash");
 }
 
@@ -75,7 +75,7 @@ TEST(RooflineCli, RmsnormOnA100) {
   EXPECT_EQ(j["flops"], 268435456.0);
   EXPECT_EQ(j["bytes"], 268451840.0);
   EXPECT_EQ(j["bound"], "memory");
-  EXPECT_REL(j["t_lower_bound_s"], 1.3165857773418343e-4);
+  EXPECT_JSON_REL(j["t_lower_bound_s"], 1.3165857773418343e-4);
 }
 
 TEST(RooflineCli, AllreduceOnH100Sxm) {
@@ -85,9 +85,9 @@ TEST(RooflineCli, AllreduceOnH100Sxm) {
   EXPECT_EQ(j["bytes"], 1879048192.0);  // on the busiest link
   EXPECT_EQ(j["bound"], "memory");      // link-bound
   EXPECT_EQ(j["bandwidth_kind"], "nvlink");
-  EXPECT_REL(j["t_lower_bound_s"], 4.175662648888889e-3);
-  EXPECT_REL(j["algbw"], 257.14285714285714e9);
-  EXPECT_REL(j["busbw"], 450e9);
+  EXPECT_JSON_REL(j["t_lower_bound_s"], 4.175662648888889e-3);
+  EXPECT_JSON_REL(j["algbw"], 257.14285714285714e9);
+  EXPECT_JSON_REL(j["busbw"], 450e9);
 }
 
 TEST(RooflineCli, MeasuredFallsBackToTheDatasheet) {
@@ -178,16 +178,16 @@ TEST(ExplainCli, GemmRungModel) {
   Result r = kernelab("explain gemm --m 4096 --n 4096 --k 4096 --gpu h100-sxm --rung cuda_cp_async --json");
   ASSERT_EQ(r.code, 0) << r.err;
   const nlohmann::json j = nlohmann::json::parse(r.out);
-  EXPECT_REL(j.at("intensity_global_to_shared"), 2.0 * 128 * 128 / (256 * 2));  // 64 FLOP/B
-  EXPECT_REL(j.at("intensity_shared_to_registers"), 2.0 * 64 * 32 / (96 * 2));
-  EXPECT_REL(j.at("intensity_mma"), 2.0 * 16 * 8 * 16 / ((16 * 16 + 16 * 8) * 2));
-  EXPECT_REL(j.at("stage_bytes"), 256.0 * 32 * 2);
-  EXPECT_REL(j.at("bytes_l2_to_shared"), 2.0 * (4096.0 * 4096 * 32 * 2));  // A and B each once per block column/row
-  EXPECT_REL(j.at("bytes_shared_to_registers"), 2.0 * 4096 * 4096 * 4096 * (1.0 / 32 + 1.0 / 64));
-  EXPECT_REL(j.at("t_shared_s"), j.at("bytes_shared_to_registers").get<double>() / (132 * 128 * 1980e6));
+  EXPECT_JSON_REL(j.at("intensity_global_to_shared"), 2.0 * 128 * 128 / (256 * 2));  // 64 FLOP/B
+  EXPECT_JSON_REL(j.at("intensity_shared_to_registers"), 2.0 * 64 * 32 / (96 * 2));
+  EXPECT_JSON_REL(j.at("intensity_mma"), 2.0 * 16 * 8 * 16 / ((16 * 16 + 16 * 8) * 2));
+  EXPECT_JSON_REL(j.at("stage_bytes"), 256.0 * 32 * 2);
+  EXPECT_JSON_REL(j.at("bytes_l2_to_shared"), 2.0 * (4096.0 * 4096 * 32 * 2));  // A and B each once per block column/row
+  EXPECT_JSON_REL(j.at("bytes_shared_to_registers"), 2.0 * 4096 * 4096 * 4096 * (1.0 / 32 + 1.0 / 64));
+  EXPECT_JSON_REL(j.at("t_shared_s"), j.at("bytes_shared_to_registers").get<double>() / (132 * 128 * 1980e6));
   EXPECT_EQ(j.at("limiter"), "shared memory") << "a 64x32 warp tile reads 3 KiB of shared memory per 64 KiFLOP";
   const double demand = 989.4e12 / 132 / 64;  // bytes/s per SM at peak
-  EXPECT_REL(j.at("littles_law").at(1).at("bytes_in_flight"), demand * 600e-9);
+  EXPECT_JSON_REL(j.at("littles_law").at(1).at("bytes_in_flight"), demand * 600e-9);
   EXPECT_EQ(j.at("tiling").at("stages"), 4);
   EXPECT_TRUE(j.at("modelled").get<bool>());
   if (!j.at("occupancy").is_null()) {
