@@ -84,8 +84,9 @@ foreach(family ${families})
     # -fno-strict-aliasing: CUDA code reads memory through other types (a float4 over floats, a
     # 16-byte chunk over halves), which nvcc compiles as written and GCC's -O2 need not.
     # -fsanitize=alignment: a misaligned typed access faults as on a GPU (src/sim/runtime/ubsan_hooks.cpp).
-    # -O1: the welford wrapper compiles in 4.1 s against -O2's 7.8, and its SimRung test runs 3-5% longer
-    # (the simulator's own code, kl_sim, keeps -O3). The profiling build keeps -O2: the rung notes quote its counts.
+    # -O1: the welford wrapper compiles in 4.1 s against -O2's 7.8, and its SimRung test runs 3-5% longer;
+    # the compute-heavy rungs' (attention, tensor-core gemm) 6-17 s longer each (the simulator's own code,
+    # kl_sim, keeps -O3). The profiling build keeps -O2: the rung notes quote its counts.
     target_compile_options(kl_${family}_sim PRIVATE -O1 -fno-strict-aliasing -Wall -Wextra -Wno-psabi -fsanitize=alignment)
     target_link_libraries(kl_${family}_sim PRIVATE kl_base kl_sim)
     target_sources(kl_${family} PRIVATE $<TARGET_OBJECTS:kl_${family}_sim>)

@@ -1,8 +1,9 @@
 // Every CUDA rung in the simulator, one test per (op, rung) so ctest runs them side by side:
 // every config on every check case against the float64 reference with the race check on (each
 // launch run with the threads between barriers forward and reversed; a difference fails the
-// case), on outputs shifted off 16-byte boundaries (the head and scalar paths the aligned harness
-// buffers never take), reduce max over negative and mixed-sign inputs; and every kernel a config
+// case; the 1000 x 1000 shapes unraced unless they launch a kernel no raced case did), again on
+// outputs shifted off 16-byte boundaries (the head and scalar paths the aligned harness buffers
+// never take; unraced on the same rule), reduce max over negative and mixed-sign inputs; and every kernel a config
 // declares is launched somewhere in that sweep, so that the static claims (test_cuda_static.cpp),
 // made on the declared kernels, describe code that runs. Planted: a config that leaves out a
 // kernel it launches fails the check; a rung with a missing barrier fails (test_user_rung.cpp).
