@@ -146,6 +146,14 @@ struct Config {
   std::function<Reason(const Problem&)> supports = nullptr;  // beyond the variant's own; nullptr: all
   std::optional<Tiling> tiling = std::nullopt;  // tiled matrix multiplies
   bool launches(const void* kernel, Backend b) const;  // kernel is one this config declares (b: cuda or sim)
+
+  // Out of line (contract.cpp), as Variant's: compiled once, not in each build of each rung file.
+  Config();
+  Config(const Config&);
+  Config(Config&&) noexcept;
+  Config& operator=(const Config&);
+  Config& operator=(Config&&) noexcept;
+  ~Config();
 };
 
 struct Variant {
@@ -169,7 +177,22 @@ struct Variant {
   const Config& config(std::string_view name) const;  // BadInput naming the configs it has
   // Why this variant cannot run p with config c (the variant's reason first), or nullopt.
   Reason supports_config(const Problem& p, const Config& c) const;
+
+  // Out of line (contract.cpp): inline, these copies and destructors of strings, functions and
+  // vectors were a quarter of the code each rung file's builds generated.
+  Variant();
+  Variant(const Variant&);
+  Variant(Variant&&) noexcept;
+  Variant& operator=(const Variant&);
+  Variant& operator=(Variant&&) noexcept;
+  ~Variant();
 };
+
+// A CUDA rung's variant_of (ops/gpu_rung.h) in the parts that do not depend on its op's parameters,
+// compiled once: the variant with its source file and ladder number, and a config with its kernels.
+Variant cuda_variant(const std::string& op, const std::string& name, const std::string& note, bool peer, const char* file);
+Config cuda_config(const std::string& name, int threads, int64_t dynamic_smem, const std::vector<KernelGroup>& kernels,
+                   const std::optional<Tiling>& tiling);
 
 struct Op {
   std::string name;

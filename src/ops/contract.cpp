@@ -69,6 +69,20 @@ std::string Problem::label() const {
   return s;
 }
 
+Config::Config() = default;
+Config::Config(const Config&) = default;
+Config::Config(Config&&) noexcept = default;
+Config& Config::operator=(const Config&) = default;
+Config& Config::operator=(Config&&) noexcept = default;
+Config::~Config() = default;
+
+Variant::Variant() = default;
+Variant::Variant(const Variant&) = default;
+Variant::Variant(Variant&&) noexcept = default;
+Variant& Variant::operator=(const Variant&) = default;
+Variant& Variant::operator=(Variant&&) noexcept = default;
+Variant::~Variant() = default;
+
 bool Config::launches(const void* kernel, Backend b) const {
   for (const KernelGroup& g : kernels)
     for (const KernelRef& k : g.kernels)
@@ -138,6 +152,29 @@ int ladder_number_of(std::string_view source) {
   const std::string s(source.substr(source.rfind('/') == std::string_view::npos ? 0 : source.rfind('/') + 1));
   static const std::regex version(R"(v([0-9]+))");
   return std::regex_search(s, m, version) ? std::stoi(m[1]) : 0;
+}
+
+Variant cuda_variant(const std::string& op, const std::string& name, const std::string& note, bool peer, const char* file) {
+  Variant v;
+  v.op = op;
+  v.name = name;
+  v.backend = Backend::cuda;
+  v.note = note;
+  v.peer = peer;
+  v.source = ops_relative_path(file);
+  v.ladder_number = ladder_number_of(v.source);
+  return v;
+}
+
+Config cuda_config(const std::string& name, int threads, int64_t dynamic_smem, const std::vector<KernelGroup>& kernels,
+                   const std::optional<Tiling>& tiling) {
+  Config c;
+  c.name = name;
+  c.threads_per_block = threads;
+  c.dynamic_smem_bytes = dynamic_smem;
+  c.kernels = kernels;
+  c.tiling = tiling;
+  return c;
 }
 
 namespace {

@@ -153,23 +153,12 @@ template <auto K> KernelRef kernel_ref() {
 
 // The rung as a Variant of this build: its launchers become `run` (nvcc) or `sim_run` (simulator).
 template <class P> Variant variant_of(const Rung<P>& r, std::source_location where = std::source_location::current()) {
-  Variant v;
-  v.op = r.op;
-  v.name = r.name;
-  v.backend = Backend::cuda;
-  v.note = r.note;
-  v.peer = r.peer;
-  v.source = ops_relative_path(where.file_name());
-  v.ladder_number = ladder_number_of(v.source);
+  Variant v = cuda_variant(r.op, r.name, r.note, r.peer, where.file_name());
   if (r.supports) v.supports = [f = r.supports](const Problem& p) { return f(p.as<P>()); };
   if (r.workspace_bytes) v.workspace_bytes = [f = r.workspace_bytes](const Problem& p) { return f(p.as<P>()); };
   if (r.tolerance) v.tolerance = [f = r.tolerance](const Problem& p) { return f(p.as<P>()); };
   for (const RungConfig<P>& c : r.configs) {
-    Config x;
-    x.name = c.name;
-    x.threads_per_block = c.threads;
-    x.dynamic_smem_bytes = c.dynamic_smem;
-    x.kernels = c.kernels;
+    Config x = cuda_config(c.name, c.threads, c.dynamic_smem, c.kernels, c.tiling);
     Launcher launch = [fn = c.run](const Problem& p, const Args& a) { fn(p.as<P>(), a); };
 #if defined(KERNELAB_SIM_PROFILE)
     x.sim_profile_run = launch;
@@ -179,7 +168,6 @@ template <class P> Variant variant_of(const Rung<P>& r, std::source_location whe
     x.run = launch;
 #endif
     if (c.supports) x.supports = [f = c.supports](const Problem& p) { return f(p.as<P>()); };
-    x.tiling = c.tiling;
     v.configs.push_back(std::move(x));
   }
   return v;
