@@ -12,7 +12,9 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstdlib>
 #include <cstring>
+#include <filesystem>
 #include <map>
 #include <memory>
 #include <numeric>
@@ -134,6 +136,18 @@ std::string name_of(const kl::Config& c, const void* k) {
 #endif
 
 constexpr int64_t kRacedElements = int64_t{1} << 19;
+
+// The fused op's rungs run simulator programs built by `sim run` (src/ops/fused/generated.cpp):
+// in this test binary, into the build folder's cache that the CLI tests use, so that a program
+// both run (the preset expressions) compiles once; concurrent builds of one program wait for the
+// first (src/sim/run/driver.cpp). Unless the environment names a cache.
+struct SharedSimCache : ::testing::Environment {
+  void SetUp() override {
+    const auto cache = std::filesystem::path(KERNELAB_BINARY).parent_path() / "sim-cache";
+    setenv("KERNELAB_SIM_CACHE", cache.c_str(), 0);
+  }
+};
+[[maybe_unused]] ::testing::Environment* const kSharedSimCache = ::testing::AddGlobalTestEnvironment(new SharedSimCache);
 
 class SimRung : public ::testing::TestWithParam<RungCase> {};
 

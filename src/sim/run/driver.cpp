@@ -4,6 +4,7 @@
 
 #include <fcntl.h>
 #include <signal.h>
+#include <sys/file.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -74,6 +75,24 @@ int spawn(const std::vector<std::string>& argv, std::string* output, bool stdout
   }
   return status;
 }
+
+// One build of a cache entry at a time: a second process building the same program (ctest runs
+// tests side by side) waits for the first and then finds its build fresh. Without a lock file
+// (a read-only cache) builds go ahead unlocked, each into its own names.
+class BuildLock {
+ public:
+  explicit BuildLock(const fs::path& dir) : fd_(open((dir / "lock").c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0644)) {
+    if (fd_ >= 0) flock(fd_, LOCK_EX);
+  }
+  ~BuildLock() {
+    if (fd_ >= 0) close(fd_);
+  }
+  BuildLock(const BuildLock&) = delete;
+  BuildLock& operator=(const BuildLock&) = delete;
+
+ private:
+  int fd_;
+};
 
 // Whether the cached binary is newer than every file its depfile lists.
 bool fresh(const fs::path& binary, const fs::path& depfile) {
@@ -229,12 +248,13 @@ Build build_program(const RunRequest& r) {
   std::snprintf(key, sizeof key, "%016llx", static_cast<unsigned long long>(fnv1a(key_text)));
   const fs::path dir = fs::path(cache_dir()) / key, binary = dir / "program", depfile = dir / "program.d";
   Build b{binary.string()};
+  fs::create_directories(dir, ec);
+  const BuildLock lock(dir);
   if (!r.no_cache && fresh(binary, depfile)) {
     b.cached = true;
     if (r.verbose) std::fprintf(stderr, "kernelab sim: cached build %s\n", binary.c_str());
     return b;
   }
-  fs::create_directories(dir, ec);
   // Names of this process's own, renamed into place at the end: concurrent runs may race.
   const std::string pid = std::to_string(getpid());
   const fs::path tmp_bin = dir / ("program." + pid), tmp_dep = dir / ("program." + pid + ".d");
@@ -330,8 +350,9 @@ std::string build_rung_library(const std::string& file, RungBuild kind) {
   char key[17];
   std::snprintf(key, sizeof key, "%016llx", static_cast<unsigned long long>(fnv1a(key_text)));
   const fs::path out = fs::path(cache_dir()) / (std::string("rung-") + key), library = out / "rung.so", depfile = out / "rung.d";
-  if (fresh(library, depfile)) return library.string();
   fs::create_directories(out, ec);
+  const BuildLock lock(out);
+  if (fresh(library, depfile)) return library.string();
   const std::string pid = std::to_string(getpid());
   const fs::path cpp = out / ("rung." + pid + ".cpp"), object = out / ("rung." + pid + ".o"), tmp_dep = out / ("rung." + pid + ".d"),
                  tmp_lib = out / ("rung." + pid + ".so");
