@@ -200,7 +200,8 @@ TEST_P(SimRung, EveryConfigPassesAndLaunchesEveryKernelItDeclares) {
     launched[c.name].insert(names.begin(), names.end());
   };
   for (const kl::Problem& p : problems) {
-    const bool large = output_elements(op, p) > kRacedElements, bf16 = p.dtype == DType::bf16;
+    const int64_t elements = output_elements(op, p);
+    const bool large = elements > kRacedElements, bf16 = p.dtype == DType::bf16;
     std::optional<kl::Prepared> prep;
     for (const kl::Config& c : v.configs) {
       if (v.supports_config(p, c)) continue;
@@ -218,7 +219,7 @@ TEST_P(SimRung, EveryConfigPassesAndLaunchesEveryKernelItDeclares) {
         return r.launched;
       });
       ++checked;
-      if (!op.experiment && output_elements(op, p) <= 4096)  // outputs off 16-byte boundaries: the small shapes
+      if (!op.experiment && elements <= 4096)  // outputs off 16-byte boundaries: the small shapes
         for (int shift : {1, 3})
           checked_raced(c, false, [&] {
             std::vector<std::string> names;
