@@ -1,6 +1,8 @@
 # One family's CUDA static facts, run at build time by cmake/ops.cmake:
 #   cmake -DCUOBJDUMP=… -DNVDISASM_DIR=… -DOBJECTS=a.cu.o|b.cu.o -DOUT=/abs/family.txt -P cuda_static_dump.cmake
-# OUT holds, for each object, a line "#kernelab-object <path relative to src/ops>" and then what
+#   (-DBATCH_DIR=build/cuda_batches: where the generated files that batch several rung files are)
+# OUT holds, for each object, a line "#kernelab-object <path relative to src/ops>" (a batch's: the
+# paths of the rung files it includes, separated by blanks) and then what
 # `cuobjdump -res-usage -sass -ptx` printed for it.
 cmake_minimum_required(VERSION 3.24)
 string(REPLACE "|" ";" OBJECTS "${OBJECTS}")
@@ -11,8 +13,14 @@ foreach(object ${OBJECTS})
   if(NOT rc EQUAL 0)
     message(FATAL_ERROR "cuobjdump ${object} failed:\n${err}")
   endif()
-  string(REGEX REPLACE ".*/src/ops/" "" rel "${object}")
-  string(REGEX REPLACE "\\.o(bj)?$" "" rel "${rel}")
+  if(object MATCHES "/cuda_batches/([^/]+)\\.o(bj)?$")  # a batch (cmake/ops.cmake): the rung files it includes
+    file(STRINGS ${BATCH_DIR}/${CMAKE_MATCH_1} includes REGEX "^#include ")
+    list(TRANSFORM includes REPLACE "^#include \".*/src/ops/(.*)\"$" "\\1")
+    list(JOIN includes " " rel)
+  else()
+    string(REGEX REPLACE ".*/src/ops/" "" rel "${object}")
+    string(REGEX REPLACE "\\.o(bj)?$" "" rel "${rel}")
+  endif()
   string(APPEND text "#kernelab-object ${rel}\n${out}\n")
 endforeach()
 file(WRITE ${OUT}.tmp "${text}")

@@ -196,6 +196,76 @@ TEST(StaticFacts, ClaimOnlyAnUnlaunchedKernelHoldsFails) {
             std::string::npos);
 }
 
+// A batch's object (cmake/ops.cmake builds several rung files as one unit): two files each with a
+// kernel `step` in its own namespace, a shared header's `common`, and a shared template
+// instantiated with the second file's type.
+const char* kBatchDump = R"dump(#kernelab-object x/cuda/v01_one.cu x/cuda/v02_two.cu
+
+Fatbin elf code:
+================
+arch = sm_90a
+code version = [1,8]
+
+Resource usage:
+ Common:
+  GLOBAL:0
+ Function _ZN2kl4cuda14x_cuda_v01_one12_GLOBAL__N_14stepEPf:
+  REG:10 STACK:0 SHARED:0 LOCAL:0 CONSTANT[0]:548 TEXTURE:0 SURFACE:0 SAMPLER:0
+ Function _ZN2kl4cuda14x_cuda_v02_two12_GLOBAL__N_14stepEPf:
+  REG:20 STACK:0 SHARED:0 LOCAL:0 CONSTANT[0]:548 TEXTURE:0 SURFACE:0 SAMPLER:0
+ Function _ZN2kl4cuda6shared6commonEPf:
+  REG:30 STACK:0 SHARED:0 LOCAL:0 CONSTANT[0]:548 TEXTURE:0 SURFACE:0 SAMPLER:0
+ Function _ZN2kl4cuda6shared4tileIN2kl4cuda14x_cuda_v02_two12_GLOBAL__N_13TagEEEvPf:
+  REG:40 STACK:0 SHARED:0 LOCAL:0 CONSTANT[0]:548 TEXTURE:0 SURFACE:0 SAMPLER:0
+
+	code for sm_90a
+		Function : _ZN2kl4cuda14x_cuda_v01_one12_GLOBAL__N_14stepEPf
+        /*0000*/                   LDG.E R4, desc[UR4][R2.64] ;                       /* 0x00000a00ff017b82 */
+		Function : _ZN2kl4cuda14x_cuda_v02_two12_GLOBAL__N_14stepEPf
+        /*0000*/                   LDG.E.128 R4, desc[UR4][R2.64] ;                   /* 0x00000a00ff017b82 */
+#kernelab-object x/cuda/v03_alone.cu
+
+Fatbin elf code:
+================
+arch = sm_90a
+code version = [1,8]
+
+Resource usage:
+ Common:
+  GLOBAL:0
+ Function _ZN2kl4cuda6shared6commonEPf:
+  REG:50 STACK:0 SHARED:0 LOCAL:0 CONSTANT[0]:548 TEXTURE:0 SURFACE:0 SAMPLER:0
+)dump";
+
+TEST(StaticFacts, BatchObjectSplitByRungNamespace) {
+  const kl::CudaStatic s = kl::parse_cuobjdump(kBatchDump);
+  const kl::ObjectFacts* one = s.find("x/cuda/v01_one.cu");
+  const kl::ObjectFacts* two = s.find("x/cuda/v02_two.cu");
+  const kl::ObjectFacts* alone = s.find("x/cuda/v03_alone.cu");
+  ASSERT_TRUE(one && two && alone);
+  EXPECT_EQ(s.objects.size(), 3u);  // no object for the batch line itself
+  EXPECT_EQ(one->unit, (std::vector<std::string>{"x/cuda/v01_one.cu", "x/cuda/v02_two.cu"}));
+  EXPECT_EQ(alone->unit, (std::vector<std::string>{"x/cuda/v03_alone.cu"}));
+  ASSERT_NE(one->find("sm_90a", "step"), nullptr);
+  ASSERT_NE(two->find("sm_90a", "step"), nullptr);
+  EXPECT_EQ(one->find("sm_90a", "step")->registers, 10);
+  EXPECT_EQ(two->find("sm_90a", "step")->registers, 20);
+  EXPECT_EQ(one->find("sm_90a", "step")->sass, (std::vector<std::string>{"LDG.E"}));
+  EXPECT_EQ(two->find("sm_90a", "step")->sass, (std::vector<std::string>{"LDG.E.128"}));
+  // The shared header's kernel belongs to both; the template of the second file's type to it alone.
+  ASSERT_NE(one->find("sm_90a", "common"), nullptr);
+  EXPECT_EQ(one->find("sm_90a", "common")->registers, 30);
+  EXPECT_EQ(two->find("sm_90a", "common")->registers, 30);
+  EXPECT_TRUE(one->find("sm_90a", "common")->shared);
+  EXPECT_FALSE(one->find("sm_90a", "step")->shared);
+  EXPECT_EQ(one->find("sm_90a", "tile<Tag>"), nullptr);
+  ASSERT_NE(two->find("sm_90a", "tile<Tag>"), nullptr);
+  EXPECT_EQ(two->find("sm_90a", "tile<Tag>")->registers, 40);
+  // The object after the batch is its own.
+  EXPECT_EQ(alone->find("sm_90a", "common")->registers, 50);
+  EXPECT_EQ(alone->find("sm_90a", "step"), nullptr);
+}
+
 TEST(StaticFacts, KernelNamesMeetAcrossCompilers) {
   // c++filt of cuobjdump's names, and the simulator build's __PRETTY_FUNCTION__ of kernel_ref<K>.
   EXPECT_EQ(kl::plain_kernel_name("void kl::cuda::(anonymous namespace)::softmax_warp<float, 4, 8>(float const*, float*, "
@@ -277,22 +347,24 @@ TEST_F(Rungs, EveryConfigsKernelsAreBuiltWithoutLocalMemoryAndHoldTheirClaims) {
 }
 
 TEST_F(Rungs, EveryKernelInARungObjectIsDeclaredBySomeConfig) {
-  // An object's kernel no config declares would be code no check describes.
+  // An object's kernel no config declares would be code no check describes. A rung file's own
+  // kernel is declared by its configs; a shared header's, in a batch of files built as one unit,
+  // by a config of one of them.
   for (const auto& [op, v] : cuda_variants()) {
     const kl::ObjectFacts* o = kl::cuda_static().find(v->source);
     ASSERT_NE(o, nullptr) << v->source;
     // A peer's file defines no kernel, unless its configs declare it (cublaslt_int8's scale epilogue).
     const bool declares = std::any_of(v->configs.begin(), v->configs.end(), [](const kl::Config& c) { return !c.kernels.empty(); });
-    if (v->peer && !declares) {
-      EXPECT_FALSE(o->kernels.count(kl::kStaticArch)) << v->source << ": a peer's file defines no kernel";
-      continue;
-    }
+    if (!o->kernels.count(kl::kStaticArch)) continue;
     for (const kl::KernelFacts& k : o->kernels.at(kl::kStaticArch)) {
+      EXPECT_TRUE(declares || k.shared) << v->source << ": a peer's file defines no kernel, but " << k.name;
       bool declared = false;
-      for (const auto& [op2, w] : cuda_variants())
+      for (const auto& [op2, w] : cuda_variants()) {
+        const bool builder = w->source == v->source || (k.shared && std::count(o->unit.begin(), o->unit.end(), w->source));
         for (const kl::Config& c : w->configs)
           for (const kl::KernelGroup& g : c.kernels)
-            for (const kl::KernelRef& r : g.kernels) declared = declared || (w->source == v->source && r.name == k.name);
+            for (const kl::KernelRef& r : g.kernels) declared = declared || (builder && r.name == k.name);
+      }
       EXPECT_TRUE(declared) << v->source << ": " << k.name;
     }
   }

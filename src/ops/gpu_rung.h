@@ -3,8 +3,9 @@
 // host compiler with the SIMT simulator's header for the sim backend (namespace kl::sim_ops); the
 // two builds differ only in what the macros below expand to.
 //
-// A rung file ends with its declaration, which the build turns into the registry (the file's
-// vNN is its place in the ladder; cmake/rung_registry.cmake lists the files):
+// A rung file keeps its kernels and launchers in `namespace KL_RUNG_ID { namespace { ... } }`
+// inside namespace kl::KL_TARGET, and ends with its declaration, which the build turns into the
+// registry (the file's vNN is its place in the ladder; cmake/ops.cmake lists the files):
 //
 //   KL_RUNGS {
 //     Rung<SoftmaxParams> r{.op = "softmax", .name = "cuda_online", .note = "...",
@@ -72,9 +73,16 @@
 // The kernel ref of a kernel (a template-id like softmax_warp<float, 4> may hold commas).
 #define KL_KERNEL(...) ::kl::KL_TARGET::kernel_ref<__VA_ARGS__>()
 // The function the registry calls for this file; KL_RUNG_ID is the file's path, set by the build.
+// Its body is KL_RUNG_ID::rungs(), so that it sees the file's own names in namespace KL_RUNG_ID,
+// where each rung file keeps them: nvcc builds a family's rung files as one unit (cmake/ops.cmake).
 #define KL_RUNGS_CONCAT2(a, b) a##b
 #define KL_RUNGS_CONCAT(a, b) KL_RUNGS_CONCAT2(a, b)
-#define KL_RUNGS std::vector<::kl::Variant> KL_RUNGS_CONCAT(rung_, KL_RUNG_ID)()
+#define KL_RUNGS                                                                                          \
+  namespace KL_RUNG_ID {                                                                                  \
+  std::vector<::kl::Variant> rungs();                                                                     \
+  }                                                                                                       \
+  std::vector<::kl::Variant> KL_RUNGS_CONCAT(rung_, KL_RUNG_ID)() { return KL_RUNG_ID::rungs(); }         \
+  std::vector<::kl::Variant> KL_RUNG_ID::rungs()
 
 namespace kl {
 inline void check_launch(cudaError_t e, const char* kernel) {

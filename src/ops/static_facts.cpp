@@ -96,6 +96,38 @@ std::string_view sass_opcode(std::string_view t) {
   return n && std::isupper(static_cast<unsigned char>(t[0])) ? t.substr(0, n) : std::string_view{};
 }
 
+// A rung file's namespace (gpu_rung.h): its path relative to src/ops, '/' as '_', no ".cu".
+std::string rung_namespace(std::string source) {
+  if (source.size() > 3 && source.ends_with(".cu")) source.resize(source.size() - 3);
+  std::replace(source.begin(), source.end(), '/', '_');
+  return source;
+}
+
+bool names_namespace(const std::string& demangled, const std::string& ns) {
+  for (size_t at = demangled.find(ns + "::"); at != std::string::npos; at = demangled.find(ns + "::", at + 1))
+    if (at == 0 || !is_name_char(demangled[at - 1])) return true;
+  return false;
+}
+
+// A batch's object (several rung files built as one unit, cmake/ops.cmake) split into one per
+// file: a file's kernels are those in its namespace, and a kernel in none of them (a shared
+// header's, instantiated for the batch) belongs to each file.
+void split_batch(CudaStatic& s, const ObjectFacts& batch, const std::vector<std::string>& sources) {
+  std::vector<std::string> spaces;
+  for (const std::string& source : sources) spaces.push_back(rung_namespace(source));
+  for (size_t i = 0; i < sources.size(); ++i) {
+    ObjectFacts& o = s.objects[sources[i]];
+    o.source = sources[i];
+    o.unit = sources;
+    for (const auto& [arch, kernels] : batch.kernels)
+      for (KernelFacts k : kernels) {
+        const std::string demangled = demangle(k.mangled);
+        k.shared = std::none_of(spaces.begin(), spaces.end(), [&](const std::string& ns) { return names_namespace(demangled, ns); });
+        if (k.shared || names_namespace(demangled, spaces[i])) o.kernels[arch].push_back(std::move(k));
+      }
+  }
+}
+
 }  // namespace
 
 const KernelFacts* ObjectFacts::find(const std::string& arch, const std::string& plain_name) const {
@@ -124,22 +156,35 @@ CudaStatic parse_cuobjdump(std::string_view text) {
   std::set<std::string> archs;
   ObjectFacts* obj = nullptr;
   std::string arch, mode, sass_kernel, pending_res, ptx;
-  auto flush_ptx = [&] {
+  ObjectFacts batch;
+  std::vector<std::string> batch_sources;
+  auto end_object = [&] {
     if (obj && !ptx.empty()) split_ptx_entries(*obj, arch, ptx);
     ptx.clear();
+    if (obj == &batch) split_batch(s, batch, batch_sources);
+    batch = {};
   };
   for (std::string_view line : split(text, '\n')) {
     if (line.rfind("#kernelab-object ", 0) == 0) {
-      flush_ptx();
-      const std::string source(trim(line.substr(17)));
-      obj = &s.objects[source];
-      obj->source = source;
+      end_object();
+      batch_sources.clear();
+      for (std::string_view source : split(trim(line.substr(17)), ' '))
+        if (!source.empty()) batch_sources.emplace_back(source);
+      if (batch_sources.size() > 1) {
+        obj = &batch;
+      } else {
+        const std::string source(trim(line.substr(17)));
+        obj = &s.objects[source];
+        obj->source = source;
+        obj->unit = {source};
+      }
       mode.clear();
       continue;
     }
     if (!obj) continue;
     if (line.rfind("Fatbin elf code:", 0) == 0 || line.rfind("Fatbin ptx code:", 0) == 0) {
-      flush_ptx();
+      if (!ptx.empty()) split_ptx_entries(*obj, arch, ptx);
+      ptx.clear();
       mode = line[7] == 'e' ? "elf" : "ptx-header";
       continue;
     }
@@ -170,7 +215,7 @@ CudaStatic parse_cuobjdump(std::string_view text) {
       if (std::string_view op = sass_opcode(t); !op.empty()) kernel_in(*obj, arch, sass_kernel).sass.emplace_back(op);
     }
   }
-  flush_ptx();
+  end_object();
   s.archs.assign(archs.begin(), archs.end());
   return s;
 }

@@ -31,11 +31,13 @@ struct KernelFacts {
   int64_t local_bytes = 0;
   std::vector<std::string> sass;  // SASS opcodes in order ("LDG.E.128", "BAR.SYNC.DEFER_BLOCKING", ...)
   std::string ptx;                // the entry's PTX body (kStaticArch only)
+  bool shared = false;            // in a batch's object, in no rung file's namespace: a shared header's, in each file's facts
 };
 
 // One rung object: its kernels by arch.
 struct ObjectFacts {
-  std::string source;  // relative to src/ops
+  std::string source;             // relative to src/ops
+  std::vector<std::string> unit;  // the rung files built as one unit with it (cmake/ops.cmake's batches), itself included
   std::map<std::string, std::vector<KernelFacts>> kernels;  // arch -> kernels
   const KernelFacts* find(const std::string& arch, const std::string& plain_name) const;
 };
@@ -55,7 +57,7 @@ bool cuda_static_expected();
 const CudaStatic& cuda_static();
 // Reads a folder of cuobjdump dumps; a missing or malformed one gives why_not, never throws.
 CudaStatic load_cuda_static(const std::string& dir);
-// Parses what cmake/cuda_static_dump.cmake wrote ("#kernelab-object REL" + cuobjdump's text).
+// Parses what cmake/cuda_static_dump.cmake wrote ("#kernelab-object REL..." + cuobjdump's text).
 CudaStatic parse_cuobjdump(std::string_view text);
 
 // --- instruction claims ---

@@ -8,6 +8,7 @@
 
 namespace kl::KL_TARGET {
 
+namespace KL_RUNG_ID {
 namespace {
 using namespace rowwise;
 using attention::Offsets;
@@ -101,6 +102,7 @@ void launch(const AttentionParams& p, const Args& a) {
   with_element(p.dtype, [&](auto e) { run<decltype(e)>(p, a); });
 }
 }  // namespace
+}  // namespace KL_RUNG_ID
 
 KL_RUNGS {
   Rung<AttentionParams> r;

@@ -18,6 +18,7 @@
 
 namespace kl::KL_TARGET {
 
+namespace KL_RUNG_ID {
 namespace {
 using namespace rowwise;
 using attention::Chunk;
@@ -217,6 +218,7 @@ template <class E> std::vector<KernelRef> kernels_of() {
           KL_KERNEL(flash2<E, 192, 128>)};
 }
 }  // namespace
+}  // namespace KL_RUNG_ID
 
 KL_RUNGS {
   Rung<AttentionParams> r;

@@ -20,6 +20,7 @@
 
 namespace kl::KL_TARGET {
 
+namespace KL_RUNG_ID {
 namespace {
 using namespace rowwise;
 using attention::Offsets;
@@ -282,6 +283,7 @@ void launch(const AttentionParams& p, const Args& a) {
   else run_dims<__nv_bfloat16>(p, a);
 }
 }  // namespace
+}  // namespace KL_RUNG_ID
 
 KL_RUNGS {
   Rung<AttentionParams> r;

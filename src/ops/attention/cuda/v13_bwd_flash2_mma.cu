@@ -20,6 +20,7 @@
 
 namespace kl::KL_TARGET {
 
+namespace KL_RUNG_ID {
 namespace {
 using namespace rowwise;
 using attention::a_from_accumulators;
@@ -373,6 +374,7 @@ std::vector<KernelRef> kernels(int which) {
   return k;
 }
 }  // namespace
+}  // namespace KL_RUNG_ID
 
 KL_RUNGS {
   Rung<AttentionParams> r;

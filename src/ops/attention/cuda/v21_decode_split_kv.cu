@@ -19,6 +19,7 @@
 
 namespace kl::KL_TARGET {
 
+namespace KL_RUNG_ID {
 namespace {
 using namespace rowwise;
 constexpr int kRows = 32, kKeys = 32, kWarps = 4, kThreads = 32 * kWarps, kRowsPerWarp = kRows / kWarps;
@@ -237,6 +238,7 @@ Reason supported(const DecodeParams& p) {
   return {};
 }
 }  // namespace
+}  // namespace KL_RUNG_ID
 
 KL_RUNGS {
   Rung<DecodeParams> paged;

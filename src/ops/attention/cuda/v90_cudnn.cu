@@ -37,6 +37,7 @@ void* cudnn_dlhandle = nullptr;
 
 namespace kl::KL_TARGET {
 
+namespace KL_RUNG_ID {
 namespace {
 namespace fe = cudnn_frontend;
 using Attrs = fe::graph::Tensor_attributes;
@@ -297,6 +298,7 @@ Reason supports(const AttentionParams& p, bool backward) {
 }
 
 }  // namespace
+}  // namespace KL_RUNG_ID
 
 KL_RUNGS {
   Rung<AttentionParams> fwd;

@@ -5,6 +5,7 @@
 
 namespace kl::KL_TARGET {
 
+namespace KL_RUNG_ID {
 namespace {
 using namespace bias_gelu;
 constexpr int kThreads = 256;
@@ -33,6 +34,7 @@ void launch(const BiasGeluParams& p, const Args& a) {
   rowwise::with_element(p.x, [&](auto e) { run<decltype(e)>(p, a); });
 }
 }  // namespace
+}  // namespace KL_RUNG_ID
 
 KL_RUNGS {
   Rung<BiasGeluParams> r{.op = "bias_gelu",

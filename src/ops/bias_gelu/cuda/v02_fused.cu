@@ -6,6 +6,7 @@
 
 namespace kl::KL_TARGET {
 
+namespace KL_RUNG_ID {
 namespace {
 using namespace bias_gelu;
 
@@ -61,6 +62,7 @@ template <int kThreads> RungConfig<BiasGeluParams> config() {
           .run = run_all<kThreads>};
 }
 }  // namespace
+}  // namespace KL_RUNG_ID
 
 KL_RUNGS {
   Rung<BiasGeluParams> r{.op = "bias_gelu",

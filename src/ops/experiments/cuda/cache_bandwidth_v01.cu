@@ -6,6 +6,7 @@
 
 namespace kl::KL_TARGET {
 
+namespace KL_RUNG_ID {
 namespace {
 __global__ void __launch_bounds__(kExpThreads) sweep_max(const float4* __restrict__ x, float* __restrict__ y, int64_t chunks, int64_t steps) {
   const int64_t advance = gridDim.x % chunks;
@@ -25,6 +26,7 @@ void launch(const ExpCacheBandwidthParams& p, const Args& a) {
             static_cast<float*>(a.out[0].data()), p.chunks(), p.steps());
 }
 }  // namespace
+}  // namespace KL_RUNG_ID
 
 KL_RUNGS {
   Rung<ExpCacheBandwidthParams> r{

@@ -5,6 +5,7 @@
 
 namespace kl::KL_TARGET {
 
+namespace KL_RUNG_ID {
 namespace {
 __global__ void chase(const unsigned* __restrict__ words, float* __restrict__ y, int64_t steps) {
   unsigned at = 0;
@@ -16,6 +17,7 @@ void launch(const ExpCacheLatencyParams& p, const Args& a) {
   KL_LAUNCH(chase, dim3(1), dim3(1), 0, a.stream, static_cast<const unsigned*>(a.in[0].data()), static_cast<float*>(a.out[0].data()), p.steps);
 }
 }  // namespace
+}  // namespace KL_RUNG_ID
 
 KL_RUNGS {
   Rung<ExpCacheLatencyParams> r{

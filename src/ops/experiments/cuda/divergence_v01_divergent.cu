@@ -4,9 +4,11 @@
 
 namespace kl::KL_TARGET {
 
+namespace KL_RUNG_ID {
 namespace {
 void launch(const ExpDivergenceParams& p, const Args& a) { run_path_chains<false>(p, a); }
 }  // namespace
+}  // namespace KL_RUNG_ID
 
 KL_RUNGS {
   Rung<ExpDivergenceParams> r{

@@ -4,9 +4,11 @@
 
 namespace kl::KL_TARGET {
 
+namespace KL_RUNG_ID {
 namespace {
 void launch(const ExpLaunchParams& p, const Args& a) { issue(p, a, static_cast<cudaStream_t>(a.stream)); }
 }  // namespace
+}  // namespace KL_RUNG_ID
 
 KL_RUNGS {
   Rung<ExpLaunchParams> r{

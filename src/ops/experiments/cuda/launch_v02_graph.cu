@@ -4,6 +4,7 @@
 
 namespace kl::KL_TARGET {
 
+namespace KL_RUNG_ID {
 namespace {
 // The instantiated graph of the last problem and buffers: benchmarks replay it, as a server
 // replays a captured decode step; it is captured again when either changes.
@@ -37,6 +38,7 @@ void launch(const ExpLaunchParams& p, const Args& a) {
   check_cuda(cudaGraphLaunch(graph_for(p, a), static_cast<cudaStream_t>(a.stream)), "cudaGraphLaunch");
 }
 }  // namespace
+}  // namespace KL_RUNG_ID
 
 KL_RUNGS {
   // The kernel the captured graph replays: add_step, launched (and recorded) at capture.

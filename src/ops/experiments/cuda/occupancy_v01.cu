@@ -5,6 +5,7 @@
 
 namespace kl::KL_TARGET {
 
+namespace KL_RUNG_ID {
 namespace {
 __global__ void __launch_bounds__(1024) grid_stride_copy(const float4* __restrict__ x, float4* __restrict__ y, int64_t units,
                                                          const float* __restrict__ x_tail, float* __restrict__ y_tail, int tail) {
@@ -24,6 +25,7 @@ void launch(const ExpOccupancyParams& p, const Args& a) {
             reinterpret_cast<float4*>(y), units, x + 4 * units, y + 4 * units, static_cast<int>(n % 4));
 }
 }  // namespace
+}  // namespace KL_RUNG_ID
 
 KL_RUNGS {
   // threads: the problem's default; the launch takes the problem's `threads`, so the static

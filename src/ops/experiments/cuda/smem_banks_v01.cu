@@ -6,6 +6,7 @@
 
 namespace kl::KL_TARGET {
 
+namespace KL_RUNG_ID {
 namespace {
 __global__ void __launch_bounds__(kExpThreads) bank_sweep(const float* __restrict__ x, float* __restrict__ y, int stride, int reps) {
   KL_SHARED(float, words, [kBankWords]);
@@ -22,6 +23,7 @@ void launch(const ExpSmemBanksParams& p, const Args& a) {
             static_cast<float*>(a.out[0].data()), static_cast<int>(p.stride), static_cast<int>(p.reps));
 }
 }  // namespace
+}  // namespace KL_RUNG_ID
 
 KL_RUNGS {
   Rung<ExpSmemBanksParams> r{

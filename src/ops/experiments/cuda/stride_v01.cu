@@ -6,6 +6,7 @@
 
 namespace kl::KL_TARGET {
 
+namespace KL_RUNG_ID {
 namespace {
 constexpr int kThreads = 256;
 
@@ -37,6 +38,7 @@ void launch(const ExpStrideParams& p, const Args& a) {
   }
 }
 }  // namespace
+}  // namespace KL_RUNG_ID
 
 KL_RUNGS {
   Rung<ExpStrideParams> r{

@@ -6,6 +6,7 @@
 
 namespace kl::KL_TARGET {
 
+namespace KL_RUNG_ID {
 namespace {
 using gemm_fp32::Operands;
 constexpr int kBlockX = 32, kBlockY = 8;
@@ -27,6 +28,7 @@ void launch(const GemmParams& p, const Args& a) {
   KL_LAUNCH(gemm_coalesced, grid, block, 0, a.stream, o, p.a_col, p.b_col);
 }
 }  // namespace
+}  // namespace KL_RUNG_ID
 
 KL_RUNGS {
   Rung<GemmParams> r{.op = "gemm",

@@ -6,6 +6,7 @@
 
 namespace kl::KL_TARGET {
 
+namespace KL_RUNG_ID {
 namespace {
 using gemm_fp32::Operands;
 constexpr int kTile = 32;
@@ -33,6 +34,7 @@ void launch(const GemmParams& p, const Args& a) {
   KL_LAUNCH(gemm_smem, grid, block, 0, a.stream, o);
 }
 }  // namespace
+}  // namespace KL_RUNG_ID
 
 KL_RUNGS {
   Rung<GemmParams> r{.op = "gemm",

@@ -6,6 +6,7 @@
 
 namespace kl::KL_TARGET {
 
+namespace KL_RUNG_ID {
 namespace {
 using gemm_fp32::Operands;
 constexpr int kBM = 64, kBN = 64, kBK = 8, kTM = 8;
@@ -43,6 +44,7 @@ void launch(const GemmParams& p, const Args& a) {
   KL_LAUNCH(gemm_1d_blocktile, grid, kThreads, 0, a.stream, o);
 }
 }  // namespace
+}  // namespace KL_RUNG_ID
 
 KL_RUNGS {
   Rung<GemmParams> r{.op = "gemm",

@@ -9,6 +9,7 @@
 
 namespace kl::KL_TARGET {
 
+namespace KL_RUNG_ID {
 namespace {
 using gemm_fp32::Operands;
 constexpr int kBM = 128, kBN = 128, kBK = 8, kTM = 8, kTN = 8;
@@ -55,6 +56,7 @@ void launch(const GemmParams& p, const Args& a) {
   KL_LAUNCH(gemm_vectorized, grid, kThreads, 0, a.stream, o);
 }
 }  // namespace
+}  // namespace KL_RUNG_ID
 
 KL_RUNGS {
   Rung<GemmParams> r{.op = "gemm",

@@ -8,6 +8,7 @@
 
 namespace kl::KL_TARGET {
 
+namespace KL_RUNG_ID {
 namespace {
 using gemm_fp32::Operands;
 constexpr int kBM = 128, kBN = 128, kBK = 16;
@@ -73,6 +74,7 @@ void launch(const GemmParams& p, const Args& a) {
   KL_LAUNCH(gemm_warptile, grid, kThreads, 0, a.stream, o);
 }
 }  // namespace
+}  // namespace KL_RUNG_ID
 
 KL_RUNGS {
   Rung<GemmParams> r{.op = "gemm",

@@ -10,6 +10,7 @@
 
 namespace kl::KL_TARGET {
 
+namespace KL_RUNG_ID {
 namespace {
 using gemm_tc::Chunk;
 using gemm_tc::Operands;
@@ -84,6 +85,7 @@ void launch(const GemmParams& p, const Args& a) {
   gemm_tc::with_half(p.a, [&](auto e) { launch_as<decltype(e)>(p, a); });
 }
 }  // namespace
+}  // namespace KL_RUNG_ID
 
 KL_RUNGS {
   Rung<GemmParams> r{.op = "gemm",

@@ -9,6 +9,7 @@
 
 namespace kl::KL_TARGET {
 
+namespace KL_RUNG_ID {
 namespace {
 using namespace gemm_mma;
 
@@ -71,6 +72,7 @@ void launch(const GemmParams& p, const Args& a) {
   gemm_tc::with_half(p.a, [&](auto e) { launch_as<decltype(e)>(p, a); });
 }
 }  // namespace
+}  // namespace KL_RUNG_ID
 
 KL_RUNGS {
   Rung<GemmParams> r{

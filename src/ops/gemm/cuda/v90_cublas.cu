@@ -9,6 +9,7 @@
 
 namespace kl::KL_TARGET {
 
+namespace KL_RUNG_ID {
 namespace {
 
 template <cublasMath_t kMath> void launch(const GemmParams& p, const Args& x) {
@@ -36,6 +37,7 @@ Reason fp32_only(const GemmParams& p) {
 double tf32_tolerance(const GemmParams&) { return 4.0 / 1024; }
 
 }  // namespace
+}  // namespace KL_RUNG_ID
 
 KL_RUNGS {
   Rung<GemmParams> sgemm{.op = "gemm",

@@ -10,6 +10,7 @@
 
 namespace kl::KL_TARGET {
 
+namespace KL_RUNG_ID {
 namespace {
 constexpr size_t kWorkspace = size_t{32} << 20;
 
@@ -90,6 +91,7 @@ void launch(const GemmParams& p, const Args& x) {
 }
 
 }  // namespace
+}  // namespace KL_RUNG_ID
 
 KL_RUNGS {
   Rung<GemmParams> r{.op = "gemm",

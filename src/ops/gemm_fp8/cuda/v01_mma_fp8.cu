@@ -13,6 +13,7 @@
 
 namespace kl::KL_TARGET {
 
+namespace KL_RUNG_ID {
 namespace {
 using namespace k32_tile;
 constexpr int kTilesPerBlock = Fp8Params::kBlock / kBK;  // 2 k tiles share a scale block
@@ -82,6 +83,7 @@ Reason supports(const Fp8Params& p) {
   return {};
 }
 }  // namespace
+}  // namespace KL_RUNG_ID
 
 KL_RUNGS {
   Rung<Fp8Params> r{

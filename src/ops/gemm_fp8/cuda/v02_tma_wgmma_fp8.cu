@@ -15,6 +15,7 @@
 
 namespace kl::KL_TARGET {
 
+namespace KL_RUNG_ID {
 namespace {
 using namespace ring8;
 static_assert(kBK == Fp8Params::kBlock, "a stage is one 128-k scale block: the promotion runs once per stage");
@@ -115,6 +116,7 @@ Reason supports(const Fp8Params& p) {
   return {};
 }
 }  // namespace
+}  // namespace KL_RUNG_ID
 
 KL_RUNGS {
   Rung<Fp8Params> r{

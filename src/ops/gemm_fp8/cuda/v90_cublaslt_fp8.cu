@@ -20,6 +20,7 @@
 
 namespace kl::KL_TARGET {
 
+namespace KL_RUNG_ID {
 namespace {
 constexpr size_t kWorkspace = size_t{32} << 20;  // cuBLASLt's own; block scaling's scratch follows it
 constexpr int kTransposeThreads = 256;
@@ -230,6 +231,7 @@ Reason supports(const Fp8Params& p) {
   return {};
 }
 }  // namespace
+}  // namespace KL_RUNG_ID
 
 KL_RUNGS {
   Rung<Fp8Params> r{.op = "gemm_fp8",

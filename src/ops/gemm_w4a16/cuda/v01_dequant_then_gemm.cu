@@ -7,6 +7,7 @@
 
 namespace kl::KL_TARGET {
 
+namespace KL_RUNG_ID {
 namespace {
 using namespace w4a16;
 
@@ -71,6 +72,7 @@ void launch(const W4A16Params& p, const Args& a) {
   with_tile(p, [&](auto e, auto tile) { launch_tile<decltype(e), decltype(tile)>(p, a); });
 }
 }  // namespace
+}  // namespace KL_RUNG_ID
 
 KL_RUNGS {
   Rung<W4A16Params> r{

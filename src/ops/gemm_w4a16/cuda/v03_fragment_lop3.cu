@@ -14,6 +14,7 @@
 
 namespace kl::KL_TARGET {
 
+namespace KL_RUNG_ID {
 namespace {
 using namespace w4a16;
 
@@ -129,6 +130,7 @@ template <int BlocksPerSm> RungConfig<W4A16Params> config(std::string name) {
           .run = launch<BlocksPerSm>};
 }
 }  // namespace
+}  // namespace KL_RUNG_ID
 
 KL_RUNGS {
   Rung<W4A16Params> r{

@@ -20,6 +20,7 @@
 
 namespace kl::KL_TARGET {
 
+namespace KL_RUNG_ID {
 namespace {
 using namespace w4a16;
 
@@ -218,6 +219,7 @@ std::vector<KernelGroup> widest_kernels() {
   return k;
 }
 }  // namespace
+}  // namespace KL_RUNG_ID
 
 KL_RUNGS {
   Rung<W4A16Params> r{

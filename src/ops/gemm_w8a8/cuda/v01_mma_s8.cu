@@ -8,6 +8,7 @@
 
 namespace kl::KL_TARGET {
 
+namespace KL_RUNG_ID {
 namespace {
 using namespace k32_tile;
 
@@ -49,6 +50,7 @@ void launch(const W8A8Params& p, const Args& x) {
 
 static_assert(kBM == 128, "int8_rung_sizes counts block rows of 128");
 }  // namespace
+}  // namespace KL_RUNG_ID
 
 KL_RUNGS {
   Rung<W8A8Params> r{

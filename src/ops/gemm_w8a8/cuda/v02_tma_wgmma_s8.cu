@@ -11,6 +11,7 @@
 
 namespace kl::KL_TARGET {
 
+namespace KL_RUNG_ID {
 namespace {
 using namespace ring8;
 
@@ -103,6 +104,7 @@ Reason supports(const W8A8Params& p) {
   return {};
 }
 }  // namespace
+}  // namespace KL_RUNG_ID
 
 KL_RUNGS {
   Rung<W8A8Params> r{

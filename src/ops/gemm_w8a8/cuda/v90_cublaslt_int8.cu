@@ -11,6 +11,7 @@
 
 namespace kl::KL_TARGET {
 
+namespace KL_RUNG_ID {
 namespace {
 constexpr size_t kLibWorkspace = size_t{32} << 20;
 constexpr int kScaleThreads = 256;
@@ -100,6 +101,7 @@ Reason supports(const W8A8Params& p) {
   return {};
 }
 }  // namespace
+}  // namespace KL_RUNG_ID
 
 KL_RUNGS {
   Rung<W8A8Params> r{

@@ -7,6 +7,7 @@
 
 namespace kl::KL_TARGET {
 
+namespace KL_RUNG_ID {
 namespace {
 using namespace norm;
 
@@ -56,6 +57,7 @@ template <bool kLayer> Rung<NormParams> rung() {
           .configs = {config<kLayer, 256>(), config<kLayer, 512>()}};
 }
 }  // namespace
+}  // namespace KL_RUNG_ID
 
 KL_RUNGS { return {variant_of(rung<true>()), variant_of(rung<false>())}; }
 

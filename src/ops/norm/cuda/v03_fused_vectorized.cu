@@ -6,6 +6,7 @@
 
 namespace kl::KL_TARGET {
 
+namespace KL_RUNG_ID {
 namespace {
 using namespace norm;
 constexpr int kPerThread = 16;  // values a thread holds; a block of 1024 holds kNormFusedMaxCols
@@ -103,6 +104,7 @@ template <bool kLayer> Rung<NormParams> rung() {
                        .run = launch<kLayer>}}};
 }
 }  // namespace
+}  // namespace KL_RUNG_ID
 
 KL_RUNGS { return {variant_of(rung<true>()), variant_of(rung<false>())}; }
 

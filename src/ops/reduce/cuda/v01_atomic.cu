@@ -6,6 +6,7 @@
 
 namespace kl::KL_TARGET {
 
+namespace KL_RUNG_ID {
 namespace {
 using namespace reduce_cuda;
 
@@ -46,6 +47,7 @@ void launch(const ReduceParams& p, const Args& a) {
   });
 }
 }  // namespace
+}  // namespace KL_RUNG_ID
 
 KL_RUNGS {
   const auto atomic = [](auto e, auto op) { return KL_KERNEL(reduce_atomic<decltype(e), decltype(op)>); };

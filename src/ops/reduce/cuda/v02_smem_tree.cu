@@ -6,6 +6,7 @@
 
 namespace kl::KL_TARGET {
 
+namespace KL_RUNG_ID {
 namespace {
 using namespace reduce_cuda;
 static_assert((kThreads & (kThreads - 1)) == 0, "the tree halves the block: a power-of-2 block");
@@ -43,6 +44,7 @@ void launch(const ReduceParams& p, const Args& a) {
   });
 }
 }  // namespace
+}  // namespace KL_RUNG_ID
 
 KL_RUNGS {
   const Rung<ReduceParams> r{

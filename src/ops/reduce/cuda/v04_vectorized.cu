@@ -8,6 +8,7 @@
 
 namespace kl::KL_TARGET {
 
+namespace KL_RUNG_ID {
 namespace {
 using namespace reduce_cuda;
 
@@ -24,6 +25,7 @@ void launch(const ReduceParams& p, const Args& a) {
   });
 }
 }  // namespace
+}  // namespace KL_RUNG_ID
 
 KL_RUNGS {
   const Rung<ReduceParams> r{

@@ -7,6 +7,7 @@
 
 namespace kl::KL_TARGET {
 
+namespace KL_RUNG_ID {
 namespace {
 using namespace reduce_cuda;
 
@@ -47,6 +48,7 @@ void launch(const ReduceParams& p, const Args& a) {
   });
 }
 }  // namespace
+}  // namespace KL_RUNG_ID
 
 KL_RUNGS {
   std::vector<KernelGroup> groups = {{for_inputs_all([](auto e, auto op) { return KL_KERNEL(reduce_one_pass<decltype(e), decltype(op)>); }),

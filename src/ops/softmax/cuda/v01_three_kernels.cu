@@ -5,6 +5,7 @@
 
 namespace kl::KL_TARGET {
 
+namespace KL_RUNG_ID {
 namespace {
 using namespace softmax;
 constexpr int kThreads = 256;  // a block per row for the reductions (a power of two: tree)
@@ -58,6 +59,7 @@ void launch(const SoftmaxParams& p, const Args& a) {
   rowwise::with_element(p.x, [&](auto e) { run<decltype(e)>(p, a); });
 }
 }  // namespace
+}  // namespace KL_RUNG_ID
 
 KL_RUNGS {
   Rung<SoftmaxParams> r;

@@ -5,6 +5,7 @@
 
 namespace kl::KL_TARGET {
 
+namespace KL_RUNG_ID {
 namespace {
 using namespace softmax;
 constexpr int kThreads = 256;  // a power of two: tree reduction
@@ -54,6 +55,7 @@ void launch(const SoftmaxParams& p, const Args& a) {
   rowwise::with_element(p.x, [&](auto e) { run<decltype(e)>(p, a); });
 }
 }  // namespace
+}  // namespace KL_RUNG_ID
 
 KL_RUNGS {
   Rung<SoftmaxParams> r;

@@ -7,6 +7,7 @@
 
 namespace kl::KL_TARGET {
 
+namespace KL_RUNG_ID {
 namespace {
 using namespace softmax;
 constexpr int kPerLane = kSoftmaxWarpMaxCols / 32;  // floats a lane holds in registers
@@ -100,6 +101,7 @@ template <int kWarps> RungConfig<SoftmaxParams> config() {
           .run = launch<kWarps>};
 }
 }  // namespace
+}  // namespace KL_RUNG_ID
 
 KL_RUNGS {
   Rung<SoftmaxParams> r;

@@ -4,6 +4,7 @@
 
 namespace kl::KL_TARGET {
 
+namespace KL_RUNG_ID {
 namespace {
 using transpose_raw::Word;
 constexpr int kBlockX = 32, kBlockY = 8;
@@ -28,6 +29,7 @@ void launch(const TransposeParams& p, const Args& a) {
   transpose_raw::with_bytes(p, [&](auto b) { run<decltype(b)::value>(p, a); });
 }
 }  // namespace
+}  // namespace KL_RUNG_ID
 
 KL_RUNGS {
   Rung<TransposeParams> r{.op = "transpose",

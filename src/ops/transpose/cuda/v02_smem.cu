@@ -5,6 +5,7 @@
 
 namespace kl::KL_TARGET {
 
+namespace KL_RUNG_ID {
 namespace {
 // Element (r, c) at word 32r + c: every element of a column is in bank c.
 struct Plain {
@@ -16,6 +17,7 @@ template <int kRows> RungConfig<TransposeParams> config() {
   return transpose_tile::config<Plain, kRows>({"bar.sync", "st.shared", "ld.shared"}, {"BAR.SYNC", "STS", "LDS"});
 }
 }  // namespace
+}  // namespace KL_RUNG_ID
 
 KL_RUNGS {
   Rung<TransposeParams> r{.op = "transpose",

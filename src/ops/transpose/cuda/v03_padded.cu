@@ -5,6 +5,7 @@
 
 namespace kl::KL_TARGET {
 
+namespace KL_RUNG_ID {
 namespace {
 // Element (r, c) at word 33r + c: bank (r + c) % 32, all different down a column.
 struct Padded {
@@ -16,6 +17,7 @@ template <int kRows> RungConfig<TransposeParams> config() {
   return transpose_tile::config<Padded, kRows>({"bar.sync", "st.shared", "ld.shared"}, {"BAR.SYNC", "STS", "LDS"});
 }
 }  // namespace
+}  // namespace KL_RUNG_ID
 
 KL_RUNGS {
   Rung<TransposeParams> r{.op = "transpose",

@@ -5,6 +5,7 @@
 
 namespace kl::KL_TARGET {
 
+namespace KL_RUNG_ID {
 namespace {
 static_assert((transpose_tile::kTile & (transpose_tile::kTile - 1)) == 0,
               "the XOR swizzle needs a power-of-2 tile: c ^ r stays in [0, kTile)");
@@ -18,6 +19,7 @@ template <int kRows> RungConfig<TransposeParams> config() {
   return transpose_tile::config<Swizzled, kRows>({"bar.sync", "st.shared", "ld.shared"}, {"BAR.SYNC", "STS", "LDS"});
 }
 }  // namespace
+}  // namespace KL_RUNG_ID
 
 KL_RUNGS {
   Rung<TransposeParams> r{.op = "transpose",

@@ -10,6 +10,7 @@
 
 namespace kl::KL_TARGET {
 
+namespace KL_RUNG_ID {
 namespace {
 using transpose_raw::Word;
 constexpr int kSide = 16;  // a 16x16-thread block, each thread a VxV micro-tile: a (16V)x(16V) tile
@@ -104,6 +105,7 @@ void launch(const TransposeParams& p, const Args& a) {
   transpose_raw::with_bytes(p, [&](auto b) { run<decltype(b)::value>(p, a); });
 }
 }  // namespace
+}  // namespace KL_RUNG_ID
 
 KL_RUNGS {
   Rung<TransposeParams> r{.op = "transpose",
