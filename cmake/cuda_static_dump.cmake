@@ -1,6 +1,7 @@
 # One family's CUDA static facts, run at build time by cmake/ops.cmake:
-#   cmake -DCUOBJDUMP=… -DNVDISASM_DIR=… -DOBJECTS=a.cu.o|b.cu.o -DOUT=/abs/family.txt -P cuda_static_dump.cmake
-#   (-DBATCH_DIR=build/cuda_batches: where the generated files that batch several rung files are)
+#   cmake -DCUOBJDUMP=… -DNVDISASM_DIR=… -DOBJECTS=a.cu.o|b.cu.o -DBATCH_DIR=build/cuda_batches
+#         -DOUT=/abs/family.txt -P cuda_static_dump.cmake
+# (BATCH_DIR: the generated files that include several rung files, compiled as one object each).
 # OUT holds, for each object, a line "#kernelab-object <path relative to src/ops>" (a batch's: the
 # paths of the rung files it includes, separated by blanks) and then what
 # `cuobjdump -res-usage -sass -ptx` printed for it.
