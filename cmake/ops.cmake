@@ -1,7 +1,8 @@
 # The ops: one library per op folder (src/ops/<family>: op.cpp, the CPU rungs, and the CUDA rung
 # files cuda/*.cu built three times: by nvcc, and by the host compiler against the simulator's
 # header, plain and instrumented for the profiler), the rung list generated from those files, and
-# kl_registry, which holds the op list and merges each rung's builds. Included by the top-level CMakeLists.txt after kl_base and kl_sim.
+# kl_registry, which holds the op list and merges each rung's builds. Included by the top-level
+# CMakeLists.txt after kl_base and kl_sim.
 set(KERNELAB_OPS_DIR ${CMAKE_SOURCE_DIR}/src/ops)
 file(GLOB families LIST_DIRECTORIES true RELATIVE ${KERNELAB_OPS_DIR} CONFIGURE_DEPENDS ${KERNELAB_OPS_DIR}/*)
 set(KERNELAB_RUNG_IDS)

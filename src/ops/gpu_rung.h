@@ -1,7 +1,8 @@
 // What every CUDA rung file (src/ops/<op>/cuda/vNN_*.cu) includes, and how it declares itself.
-// Each such file is compiled twice: by nvcc for the cuda backend (namespace kl::cuda) and by the
-// host compiler with the SIMT simulator's header for the sim backend (namespace kl::sim_ops); the
-// two builds differ only in what the macros below expand to.
+// Each such file is compiled by nvcc for the cuda backend (namespace kl::cuda) and by the host
+// compiler with the SIMT simulator's header for the sim backend (namespace kl::sim_ops; and again,
+// instrumented, for the profiler: kl::sim_profile); the builds differ only in what the macros below
+// expand to.
 //
 // A rung file keeps its kernels and launchers in `namespace KL_RUNG_ID { namespace { ... } }`
 // inside namespace kl::KL_TARGET, and ends with its declaration, which the build turns into the
@@ -74,7 +75,8 @@
 #define KL_KERNEL(...) ::kl::KL_TARGET::kernel_ref<__VA_ARGS__>()
 // The function the registry calls for this file; KL_RUNG_ID is the file's path, set by the build.
 // Its body is KL_RUNG_ID::rungs(), so that it sees the file's own names in namespace KL_RUNG_ID,
-// where each rung file keeps them: nvcc builds a family's rung files as one unit (cmake/ops.cmake).
+// where each rung file keeps them: nvcc and the simulator build a family's rung files in batches
+// (cmake/ops.cmake's kl_rung_units).
 #define KL_RUNGS_CONCAT2(a, b) a##b
 #define KL_RUNGS_CONCAT(a, b) KL_RUNGS_CONCAT2(a, b)
 #define KL_RUNGS                                                                                          \

@@ -109,17 +109,17 @@ bool names_namespace(const std::string& demangled, const std::string& ns) {
   return false;
 }
 
-// A batch's object (several rung files built as one unit, cmake/ops.cmake) split into one per
-// file: a file's kernels are those in its namespace, and a kernel in none of them (a shared
-// header's, instantiated for the batch) belongs to each file.
-void split_batch(CudaStatic& s, const ObjectFacts& batch, const std::vector<std::string>& sources) {
+// A unit's object (one rung file, or a batch of several built as one unit: cmake/ops.cmake) split
+// into one per file: a file's kernels are those in its namespace, and a kernel in none of them (a
+// shared header's, instantiated for the unit) belongs to each file.
+void split_unit(CudaStatic& s, const ObjectFacts& unit, const std::vector<std::string>& sources) {
   std::vector<std::string> spaces;
   for (const std::string& source : sources) spaces.push_back(rung_namespace(source));
   for (size_t i = 0; i < sources.size(); ++i) {
     ObjectFacts& o = s.objects[sources[i]];
     o.source = sources[i];
     o.unit = sources;
-    for (const auto& [arch, kernels] : batch.kernels)
+    for (const auto& [arch, kernels] : unit.kernels)
       for (KernelFacts k : kernels) {
         const std::string demangled = demangle(k.mangled);
         k.shared = std::none_of(spaces.begin(), spaces.end(), [&](const std::string& ns) { return names_namespace(demangled, ns); });
@@ -156,28 +156,21 @@ CudaStatic parse_cuobjdump(std::string_view text) {
   std::set<std::string> archs;
   ObjectFacts* obj = nullptr;
   std::string arch, mode, sass_kernel, pending_res, ptx;
-  ObjectFacts batch;
-  std::vector<std::string> batch_sources;
+  ObjectFacts unit;
+  std::vector<std::string> unit_sources;
   auto end_object = [&] {
     if (obj && !ptx.empty()) split_ptx_entries(*obj, arch, ptx);
     ptx.clear();
-    if (obj == &batch) split_batch(s, batch, batch_sources);
-    batch = {};
+    if (obj) split_unit(s, unit, unit_sources);
+    unit = {};
   };
   for (std::string_view line : split(text, '\n')) {
     if (line.rfind("#kernelab-object ", 0) == 0) {
       end_object();
-      batch_sources.clear();
+      unit_sources.clear();
       for (std::string_view source : split(trim(line.substr(17)), ' '))
-        if (!source.empty()) batch_sources.emplace_back(source);
-      if (batch_sources.size() > 1) {
-        obj = &batch;
-      } else {
-        const std::string source(trim(line.substr(17)));
-        obj = &s.objects[source];
-        obj->source = source;
-        obj->unit = {source};
-      }
+        if (!source.empty()) unit_sources.emplace_back(source);
+      obj = &unit;
       mode.clear();
       continue;
     }

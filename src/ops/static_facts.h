@@ -31,7 +31,7 @@ struct KernelFacts {
   int64_t local_bytes = 0;
   std::vector<std::string> sass;  // SASS opcodes in order ("LDG.E.128", "BAR.SYNC.DEFER_BLOCKING", ...)
   std::string ptx;                // the entry's PTX body (kStaticArch only)
-  bool shared = false;            // in a batch's object, in no rung file's namespace: a shared header's, in each file's facts
+  bool shared = false;            // in no rung file's namespace: a shared header's, in the facts of each file of its unit
 };
 
 // One rung object: its kernels by arch.
