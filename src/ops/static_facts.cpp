@@ -113,19 +113,26 @@ bool names_namespace(const std::string& demangled, const std::string& ns) {
 // into one per file: a file's kernels are those in its namespace, and a kernel in none of them (a
 // shared header's, instantiated for the unit) belongs to each file.
 void split_unit(CudaStatic& s, const ObjectFacts& unit, const std::vector<std::string>& sources) {
+  std::vector<ObjectFacts*> objects;
   std::vector<std::string> spaces;
-  for (const std::string& source : sources) spaces.push_back(rung_namespace(source));
-  for (size_t i = 0; i < sources.size(); ++i) {
-    ObjectFacts& o = s.objects[sources[i]];
-    o.source = sources[i];
+  for (const std::string& source : sources) {
+    ObjectFacts& o = s.objects[source];
+    o.source = source;
     o.unit = sources;
-    for (const auto& [arch, kernels] : unit.kernels)
-      for (KernelFacts k : kernels) {
-        const std::string demangled = demangle(k.mangled);
-        k.shared = std::none_of(spaces.begin(), spaces.end(), [&](const std::string& ns) { return names_namespace(demangled, ns); });
-        if (k.shared || names_namespace(demangled, spaces[i])) o.kernels[arch].push_back(std::move(k));
-      }
+    objects.push_back(&o);
+    spaces.push_back(rung_namespace(source));
   }
+  for (const auto& [arch, kernels] : unit.kernels)
+    for (KernelFacts k : kernels) {
+      const std::string demangled = demangle(k.mangled);
+      const auto owner = std::find_if(spaces.begin(), spaces.end(), [&](const std::string& ns) { return names_namespace(demangled, ns); });
+      k.shared = owner == spaces.end();
+      if (k.shared) {
+        for (ObjectFacts* o : objects) o->kernels[arch].push_back(k);
+      } else {
+        objects[owner - spaces.begin()]->kernels[arch].push_back(std::move(k));
+      }
+    }
 }
 
 }  // namespace
