@@ -23,6 +23,7 @@
 #include "ops/cpu_math.h"
 #include "ops/cpu_variant.h"
 #include "ops/gemm_fp8/gemm_fp8.h"
+#include "zero_inputs.h"
 
 namespace {
 
@@ -36,14 +37,7 @@ using ::testing::HasSubstr;
 
 const Op& op() { return kl::find_op("gemm_fp8"); }
 
-std::vector<Tensor> zero_inputs(const Problem& p) {
-  std::vector<Tensor> in;
-  for (const kl::TensorSpec& s : op().inputs(p)) {
-    in.push_back(Tensor::host(s.dtype, s.shape));
-    in.back().fill_bytes(0);
-  }
-  return in;
-}
+std::vector<Tensor> zero_inputs(const Problem& p) { return kl::test::zero_inputs(op(), p); }
 
 // 1 x 1 x 256, block scaling (two k blocks): A = 1.5 at k 0 and 2 at k 128, W = 3 at k 0 and -0.5 at
 // k 128; sa = (0.25, 4), sw = (2, 0.125). By hand: 0.25*2 * 1.5*3 + 4*0.125 * 2*(-0.5) = 2.25 - 0.5 = 1.75.

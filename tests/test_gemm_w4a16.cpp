@@ -22,6 +22,7 @@
 #include "ops/cpu_variant.h"
 #include "ops/gemm_w4a16/gemm_w4a16.h"
 #include "quant/w4_fragments.h"
+#include "zero_inputs.h"
 
 namespace {
 
@@ -35,14 +36,7 @@ const Op& op() { return kl::find_op("gemm_w4a16"); }
 
 using kl::test::bad_input_message;
 
-std::vector<Tensor> zero_inputs(const Problem& p) {
-  std::vector<Tensor> in;
-  for (const kl::TensorSpec& s : op().inputs(p)) {
-    in.push_back(Tensor::host(s.dtype, s.shape));
-    in.back().fill_bytes(0);
-  }
-  return in;
-}
+std::vector<Tensor> zero_inputs(const Problem& p) { return kl::test::zero_inputs(op(), p); }
 
 // 1 x 16 x 64 (k is one group of 64): A = 1 at k 0 and -2 at k 5, zero elsewhere; row j of W
 // holds v = j - 8 at k 0 and v = 3 at k 5; every scale 0.5; GPTQ's zero code 5 (stored -3), AWQ's

@@ -23,6 +23,7 @@
 #include "ops/cpu_math.h"
 #include "ops/cpu_variant.h"
 #include "ops/gemm_w8a8/gemm_w8a8.h"
+#include "zero_inputs.h"
 
 namespace {
 
@@ -36,14 +37,7 @@ using ::testing::HasSubstr;
 
 const Op& op() { return kl::find_op("gemm_w8a8"); }
 
-std::vector<Tensor> zero_inputs(const Problem& p) {
-  std::vector<Tensor> in;
-  for (const kl::TensorSpec& s : op().inputs(p)) {
-    in.push_back(Tensor::host(s.dtype, s.shape));
-    in.back().fill_bytes(0);
-  }
-  return in;
-}
+std::vector<Tensor> zero_inputs(const Problem& p) { return kl::test::zero_inputs(op(), p); }
 
 // 1 x 2 x 16: A = 1 at k 0 and -2 at k 3, sa = 0.5; W row 0 = (3 at k 0, 4 at k 3), row 1 = (-1, 2),
 // sw = (0.25, 2). By hand: D0 = 0.5 * 0.25 * (3 - 8) = -0.625, D1 = 0.5 * 2 * (-1 - 4) = -5.
