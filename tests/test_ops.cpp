@@ -795,6 +795,26 @@ TEST(MaxRelErr, NonFiniteOutputIsInfinite) {
   EXPECT_TRUE(std::isinf(kl::max_rel_err(y, ref, false)));
 }
 
+// The tensor form reads y in place (rows in parallel, strides applied); it must give what the form
+// over the values read gives, on a strided y, with an infinite reference matched and then not.
+TEST(MaxRelErr, ReadInPlaceAgreesWithTheValuesRead) {
+  Tensor y = Tensor::host_strided(DType::f32, {3, 5}, {1, 3});  // column-major: rows are strided
+  for (int64_t off = 0; off < 15; ++off) y.set(off, 0.37 * double(off * off % 11) - 1.5);
+  std::vector<double> ref = kl::to_doubles(y);
+  for (size_t i = 0; i < ref.size(); ++i) ref[i] += 0.01 * double(i % 4) - 0.015;
+  y.set(7, INFINITY);
+  ref[2 * 5 + 2] = INFINITY;  // element (2, 2) sits at storage offset 2 + 2 * 3 = 8, not 7
+  EXPECT_TRUE(std::isinf(kl::max_rel_err(y, ref, true)));
+  y.set(7, 1.0), y.set(8, INFINITY);
+  for (bool per_row : {true, false}) {
+    const double in_place = kl::max_rel_err(y, ref, per_row), read = kl::max_rel_err(kl::to_doubles(y), ref, per_row ? 5 : 0);
+    EXPECT_GT(in_place, 0);
+    EXPECT_EQ(in_place, read) << "per_row " << per_row;
+  }
+  y.set(8, -INFINITY);
+  EXPECT_TRUE(std::isinf(kl::max_rel_err(y, ref, false)));
+}
+
 TEST(MaxRelErr, ZeroRowsAndShapeMismatch) {
   // A reference row of zeros: any difference is infinitely wrong, none is exact.
   EXPECT_EQ(kl::max_rel_err(matrix_f32({{0, 0}, {1, 1}}), {0, 0, 1, 1}, true), 0);

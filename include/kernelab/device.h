@@ -33,7 +33,7 @@ class Device {
   virtual std::string name() const = 0;  // "Intel(R) Xeon(R) Processor (2 threads)", "NVIDIA H200"
   virtual Tensor upload(const Tensor& host) = 0;  // same shape/strides, on this device
   virtual Tensor allocate(const TensorSpec& spec) = 0;
-  virtual Tensor download(const Tensor& t) = 0;   // to a host tensor
+  virtual Tensor download(const Tensor& t) = 0;   // to a host tensor (the CPU device's own: read it, do not write it)
   // Scratch of `bytes` (nullptr for 0), valid until the next call, guarded like a tensor and
   // filled with 0xFF bytes on every call: no variant can depend on what the last one left there.
   virtual void* workspace(size_t bytes) = 0;

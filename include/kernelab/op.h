@@ -9,6 +9,7 @@
 #include <span>
 #include <string>
 #include <string_view>
+#include <utility>
 #include <vector>
 
 #include "kernelab/dtype.h"
@@ -272,5 +273,13 @@ std::vector<int64_t> parse_positive_list(std::string_view text);
 
 // Reads a host tensor in logical row-major order as doubles (strides applied).
 std::vector<double> to_doubles(const Tensor& t);
+
+// A reference's outputs, each moved in: a braced list would copy them (a GiB each at 16384 x 8192).
+template <class... V> std::vector<std::vector<double>> reference_outputs(V&&... v) {
+  std::vector<std::vector<double>> out;
+  out.reserve(sizeof...(v));
+  (out.push_back(std::forward<V>(v)), ...);
+  return out;
+}
 
 }  // namespace kl

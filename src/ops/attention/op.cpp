@@ -122,7 +122,7 @@ std::vector<std::vector<double>> attend(const AttentionParams& a, const std::vec
         for (int64_t c = 0; c < a.head_dim_v; ++c) o[a.o_row(tq, h) + c] = rounding.output(acc[c]);
       }
     }
-  return {o, lse};
+  return reference_outputs(std::move(o), std::move(lse));
 }
 
 struct Exact {

@@ -54,7 +54,7 @@ Op make_exp_launch_op() {
     std::vector<double> y = to_doubles(in[0]);
     const double add = static_cast<double>(p.dim("kernels")) / 64;
     for (double& v : y) v += add;
-    return std::vector<std::vector<double>>{y};
+    return reference_outputs(std::move(y));
   };
   op.check_cases = [](const Op& self) {
     std::vector<Problem> out;

@@ -32,7 +32,7 @@ Op make_exp_occupancy_op() {
   op.cost = [](const Problem& p) { return Cost{0, 8.0 * static_cast<double>(p.dim("n"))}; };
   op.inputs = [](const Problem& p) { return std::vector<TensorSpec>{{"x", DType::f32, {p.dim("n")}, {}}}; };
   op.outputs = [](const Problem& p) { return std::vector<TensorSpec>{{"y", DType::f32, {p.dim("n")}, {}}}; };
-  op.reference = [](const Problem&, std::span<const Tensor> in) { return std::vector<std::vector<double>>{to_doubles(in[0])}; };
+  op.reference = [](const Problem&, std::span<const Tensor> in) { return reference_outputs(to_doubles(in[0])); };
   op.check_cases = [](const Op& self) {
     std::vector<Problem> out;
     for (auto [n, t, b] : std::initializer_list<std::tuple<int64_t, int64_t, int64_t>>{

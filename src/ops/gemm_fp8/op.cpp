@@ -40,7 +40,7 @@ std::vector<std::vector<double>> reference(const Problem& p, std::span<const Ten
   const std::vector<double> sa = to_doubles(in[a.kSa]), sw = to_doubles(in[a.kSw]);
   for (int64_t i = 0; i < a.m * a.k; ++i) x[size_t(i)] *= sa[size_t(a.a_scale_at(i / a.k, i % a.k))];
   for (int64_t i = 0; i < a.n * a.k; ++i) w[size_t(i)] *= sw[size_t(a.w_scale_at(i / a.k, i % a.k))];
-  return {quant_gemm::abt(a.m, a.n, a.k, x, w)};
+  return reference_outputs(quant_gemm::abt(a.m, a.n, a.k, x, w));
 }
 
 // As an fp8 tensor-core kernel computes it: each product exact in fp32 and summed there; with block
@@ -61,7 +61,7 @@ std::vector<std::vector<double>> dtype_baseline(const Problem& p, std::span<cons
   }
   std::vector<double> d(total.size());
   for (size_t i = 0; i < d.size(); ++i) d[i] = quant_gemm::round_to(a.dtype, total[i]);
-  return {d};
+  return reference_outputs(std::move(d));
 }
 
 Cost cost(const Problem& p) {

@@ -70,7 +70,7 @@ std::vector<double> product_in_floats(const W4A16Params& a, const std::vector<do
 
 std::vector<std::vector<double>> reference(const Problem& p, std::span<const Tensor> in) {
   const W4A16Params& a = p.as<W4A16Params>();
-  return {product(a, to_doubles(in[a.kA]), dequantized(a, in, [](double x) { return x; }))};
+  return reference_outputs(product(a, to_doubles(in[a.kA]), dequantized(a, in, [](double x) { return x; })));
 }
 
 // As a kernel in the dtype computes it: each dequantized weight rounded once to the dtype (one fused
@@ -79,7 +79,7 @@ std::vector<std::vector<double>> dtype_baseline(const Problem& p, std::span<cons
   const W4A16Params& a = p.as<W4A16Params>();
   std::vector<double> d = product_in_floats(a, to_doubles(in[a.kA]), dequantized(a, in, [&](double x) { return round_to(a.dtype, x); }));
   for (double& x : d) x = round_to(a.dtype, x);
-  return {d};
+  return reference_outputs(std::move(d));
 }
 
 Cost cost(const Problem& p) {

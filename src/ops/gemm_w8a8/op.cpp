@@ -33,7 +33,7 @@ std::vector<std::vector<double>> reference(const Problem& p, std::span<const Ten
   const std::vector<double> sa = to_doubles(in[a.kSa]), sw = to_doubles(in[a.kSw]);
   for (int64_t i = 0; i < a.m * a.k; ++i) x[size_t(i)] *= sa[size_t(i / a.k)];
   for (int64_t i = 0; i < a.n * a.k; ++i) w[size_t(i)] *= sw[size_t(i / a.k)];
-  return {quant_gemm::abt(a.m, a.n, a.k, x, w)};
+  return reference_outputs(quant_gemm::abt(a.m, a.n, a.k, x, w));
 }
 
 // As an int8 kernel computes it: the products summed exactly in int32 (exact in float64 too), float(sum)
@@ -48,7 +48,7 @@ std::vector<std::vector<double>> dtype_baseline(const Problem& p, std::span<cons
       double& v = d[size_t(i * a.n + j)];
       v = quant_gemm::round_to(a.dtype, double(float(int32_t(v)) * sa[i] * sw[j]));
     }
-  return {d};
+  return reference_outputs(std::move(d));
 }
 
 Cost cost(const Problem& p) {

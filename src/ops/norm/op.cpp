@@ -30,8 +30,8 @@ std::vector<std::vector<double>> reference(NormKind kind, const Problem& p, std:
     for (int64_t j = 0; j < cols; ++j)
       y[i * cols + j] = (v[j] - mean) * rstd * gamma[j] + (kind == NormKind::layer ? beta[j] : 0.0);
   }
-  if (residual) return {y, h};
-  return {y};
+  if (residual) return reference_outputs(std::move(y), std::move(h));
+  return reference_outputs(std::move(y));
 }
 
 Op make_norm_op(NormKind kind) {

@@ -22,7 +22,7 @@ std::vector<std::vector<double>> reference(const Problem& problem, std::span<con
     for (int64_t j = 0; j < valid; ++j) s += std::exp(scale * xr[j] - m);
     for (int64_t j = 0; j < valid; ++j) y[i * cols + j] = std::exp(scale * xr[j] - m) / s;
   }
-  return {y};
+  return reference_outputs(std::move(y));
 }
 }  // namespace
 
