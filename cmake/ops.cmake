@@ -32,6 +32,14 @@ if(CMAKE_CUDA_COMPILER)
   endif()
 endif()
 
+# A rung's id, from its path: softmax/cuda/v04_warp_vectorized.cu -> softmax_cuda_v04_warp_vectorized.
+function(kl_rung_id rung out)
+  file(RELATIVE_PATH rel ${KERNELAB_OPS_DIR} ${rung})
+  string(REGEX REPLACE "\\.cu$" "" id ${rel})
+  string(REPLACE "/" "_" id ${id})
+  set(${out} ${id} PARENT_SCOPE)
+endfunction()
+
 # The rung files as compilation units: generated files under build/<dir> that each define
 # KL_RUNG_ID and include one rung file, or up to `size` files of a family one after another (a
 # file's own names are apart in its namespace KL_RUNG_ID). A unit of one file is named after it
@@ -71,9 +79,7 @@ function(kl_rung_units family dir ext size out sources)
     string(REPLACE "|" ";" group ${group})
     set(text "")
     foreach(rung ${group})
-      file(RELATIVE_PATH rel ${KERNELAB_OPS_DIR} ${rung})
-      string(REGEX REPLACE "\\.cu$" "" id ${rel})
-      string(REPLACE "/" "_" id ${id})
+      kl_rung_id(${rung} id)
       string(APPEND text "#define KL_RUNG_ID ${id}\n#include \"${rung}\"\n#undef KL_RUNG_ID\n")
     endforeach()
     list(LENGTH group files)
@@ -110,12 +116,9 @@ foreach(family ${families})
   kl_cpu_isa_sources(kl_${family} ${isa_sources})
   list(APPEND KERNELAB_FAMILY_LIBS kl_${family})
   foreach(rung ${rung_sources})
-    # The rung's id, from its path: softmax/cuda/v04_warp_vectorized.cu -> softmax_cuda_v04_warp_vectorized.
-    file(RELATIVE_PATH rel ${KERNELAB_OPS_DIR} ${rung})
-    string(REGEX REPLACE "\\.cu$" "" id ${rel})
-    string(REPLACE "/" "_" id ${id})
+    kl_rung_id(${rung} id)
     list(APPEND KERNELAB_RUNG_IDS ${id})
-    if(rel MATCHES "cudnn[^/]*\\.cu$" AND CMAKE_CUDA_COMPILER)  # -isystem: the frontend's own warnings are not ours
+    if(rung MATCHES "cudnn[^/]*\\.cu$" AND CMAKE_CUDA_COMPILER)  # -isystem: the frontend's own warnings are not ours
       set(unit ${CMAKE_BINARY_DIR}/cuda_batches/${id}.cu)
       set_source_files_properties(${unit} PROPERTIES COMPILE_OPTIONS
                                   "-isystem;${KERNELAB_CUDNN_FRONTEND_INCLUDE};-isystem;${KERNELAB_CUDNN_INCLUDE}")
