@@ -14,7 +14,7 @@
 #      after its output passed the reference check (the points bench/results/h200/ keeps)
 #   6. the simulator's memory counts beside Nsight Compute's (ncu/), racecheck over rungs (sanitizer/)
 #   7. a CUPTI trace, `comm check --transport nccl` with 2 and 3 ranks on the GPU (nccl/; mpirun is
-#      the image's or the carried OpenMPI's), the CPU collectives with a core per rank (comm-cpu-*),
+#      the image's or the carried OpenMPI's, NCCL the carried 2.30), the CPU collectives with a core per rank (comm-cpu-*),
 #      the experiment sweeps, and `report --backend cuda` with the time left
 # Each step has its own budget under one deadline (KERNELAB_DEADLINE_S, default 540 s): a step that
 # would pass it is skipped with a line saying so. Everything lands in a work folder that is packed
@@ -291,10 +291,14 @@ nccl_check() {  # issue 16: the own algorithms on the NCCL transport beside NCCL
   mkdir -p "$W/nccl"
   command -v mpirun >/dev/null || { echo "no mpirun on this machine: the NCCL transport was not run"; return 0; }
   python3 -c 'import nvidia.nccl, importlib.metadata as m; print("NCCL (pip):", m.version("nvidia-nccl-cu13"))' 2>/dev/null
-  local r
+  # The image's NCCL (2.28.9 so far) refuses two ranks on one GPU: the carried 2.30 goes first.
+  local nccl_lib="$root/.device-bin/nccl" r
+  [ -f "$nccl_lib/libnccl.so.2" ] || { echo "no carried NCCL 2.30 (.device-bin/nccl): the image's is used"; nccl_lib=""; }
   for r in 2 3; do  # NCCL 2.30+ puts several ranks on one GPU only when asked
-    NCCL_MULTI_RANK_GPU_ENABLE=1 timeout --foreground 90 "$kl" comm check --transport nccl --ranks $r --timeout 60 --json \
-      > "$W/nccl/check-${r}ranks.json" 2> "$W/nccl/check-${r}ranks.err" && echo "nccl check, $r ranks: passed" ||
+    LD_LIBRARY_PATH="${nccl_lib:+$nccl_lib:}$LD_LIBRARY_PATH" NCCL_MULTI_RANK_GPU_ENABLE=1 timeout --foreground 90 \
+      "$kl" comm check --transport nccl --ranks $r --timeout 60 --json \
+      > "$W/nccl/check-${r}ranks.json" 2> "$W/nccl/check-${r}ranks.err" &&
+      echo "nccl check, $r ranks: passed ($(grep -m1 -o 'NCCL [0-9.]*' "$W/nccl/check-${r}ranks.err"))" ||
       echo "nccl check, $r ranks FAILED: $(tail -3 "$W/nccl/check-${r}ranks.err")"
   done
 }

@@ -1,7 +1,10 @@
 #!/usr/bin/env bash
 # Run here, before a device call: downloads the Debian packages kernelab builds against that the
 # GPU machine's image lacks (it has nvcc, CMake and ninja, and no registry access) into
-# .device-deps/, which the device call carries and scripts/device-check.sh unpacks.
+# .device-deps/, which the device call carries and scripts/device-check.sh unpacks: OpenMPI's
+# launcher for the collectives steps, and the libraries for building kernelab there should the
+# carried binary not run. About 16 MB, beside scripts/device-prepare.sh's archive within the
+# call's 64 MiB.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 pkgs=(libgtest-dev libfmt-dev libfmt9 libcli11-dev nlohmann-json3-dev libopenblas-dev libopenblas0
@@ -12,8 +15,4 @@ mkdir -p .device-deps
 grep -qx '/.device-deps/' .git/info/exclude 2>/dev/null || echo '/.device-deps/' >> .git/info/exclude
 cd .device-deps
 apt-get download "${pkgs[@]}"
-# cuobjdump and nvdisasm for the static checks, in case the GPU image's toolkit lacks them.
-python3 -m pip download -q --no-deps nvidia-cuda-cuobjdump==13.* nvidia-cuda-nvdisasm==13.*
-# cudnn-frontend, for the cuDNN SDPA peers: device-check.sh takes only its headers (any Python there).
-python3 -m pip download -q --no-deps nvidia-cudnn-frontend==1.32.*
-ls -1 ./*.deb ./*.whl
+ls -1 ./*.deb

@@ -6,6 +6,8 @@
 #   lib/          the shared libraries it needs that the GPU image may lack (MPI, OpenBLAS, fmt,
 #                 simdjson, boost, cudart, CUPTI); glibc, libstdc++ and NCCL, cuBLAS, cuDNN are the image's
 #   sim/          tests/sim programs built for sm_90a (the simulator's twins run on the real chip)
+#   nccl/         PyPI's NCCL 2.30.7 cut to its sm_90 code, for the NCCL step: the image's 2.28.9
+#                 refuses two ranks on its one GPU (comm/nccl_shared_gpu.h)
 #   commit        the commit the binaries were built from
 # KERNELAB_PREP_BUILD=DIR picks the build folder (default build-device).
 set -euo pipefail
@@ -53,7 +55,23 @@ mkdir -p "$bin/ncu-sim"
 while read -r p; do
   "$build/kernelab" sim profile $p --json > "$bin/ncu-sim/${p%% *}.sim.json" < /dev/null
 done < scripts/ncu-problems.txt
+# PyPI's libnccl.so.2 holds cubins for sm_75 to sm_120 (200 MB by xz); with each fatbin cut to its
+# sm_90 cubins in place (scripts/fatbin-keep-arch.py) it is 21 MB. Here cuobjdump lists its 28
+# sm_90 cubins, byte for byte the original's, and its host functions run (ncclGetVersion 23007,
+# ncclGetUniqueId); its kernels only a GPU can run.
+nccl=2.30.7
+wheel="$build/nccl-$nccl"
+[ -f "$wheel/nvidia/nccl/lib/libnccl.so.2" ] || {
+  python3 -m pip download -q --no-deps "nvidia-nccl-cu13==$nccl" -d "$wheel"
+  python3 -m zipfile -e "$wheel"/nvidia_nccl_cu13-*.whl "$wheel" && rm "$wheel"/nvidia_nccl_cu13-*.whl
+}
+mkdir -p "$bin/nccl"
+python3 scripts/fatbin-keep-arch.py "$wheel/nvidia/nccl/lib/libnccl.so.2" "$bin/nccl/libnccl.so.2" 90 --empty-section __nv_relfatbin
 # Packed, since the call carries 64 MiB at most (the binary and OpenBLAS alone are more).
 tar cf - "$bin" | xz -T0 -6 > "$bin.tar.xz"
 grep -qx '/.device-bin.tar.xz' .gitignore || echo '/.device-bin.tar.xz' >> .gitignore
-du -sh "$bin" "$bin.tar.xz" "$bin/kernelab" "$bin/lib"
+du -sh "$bin" "$bin.tar.xz" "$bin/kernelab" "$bin/lib" "$bin/nccl"
+# What the call carries: this archive, .device-deps (scripts/device-deps.sh) and the working tree.
+carried=$(( $(stat -c %s "$bin.tar.xz") + $( [ -d .device-deps ] && du -sb .device-deps | cut -f1 || echo 0) + $(git ls-files -z | du -cb --files0-from=- | tail -1 | cut -f1) ))
+echo "the device call carries $((carried >> 20)) MiB of its 64 (.device-bin.tar.xz, .device-deps, the tracked files)"
+[ "$carried" -lt $((64 << 20)) ] || { echo "device-prepare: over the call's 64 MiB"; exit 1; }

@@ -8,6 +8,7 @@
 
 #include "comm/algorithms.h"
 #include "comm/data.h"
+#include "comm/nccl_shared_gpu.h"
 #include "comm_loopback.h"
 
 namespace kl::test {
@@ -75,6 +76,21 @@ TEST(CommAlgorithms, EveryAlgorithmMatchesTheReferenceOnTwoToEightRanks) {
                                      << (posts_ahead ? " pipelined" : " step by step");
               EXPECT_LE(m.worst, 1.0);
             }
+}
+
+// The NCCL transport's refusal of shared GPUs is decided on NCCL's version code, tested here without
+// a GPU: the GPU image's NCCL 2.28.9 would otherwise fail inside ncclCommInitRank.
+TEST(NcclSharedGpu, OlderThan230IsRefusedWithItsVersionNamed) {
+  EXPECT_EQ(comm::nccl_version_name(22809), "2.28.9");
+  EXPECT_EQ(comm::nccl_version_name(23007), "2.30.7");
+  const std::string refusal = comm::shared_gpu_refusal(22809, 2, 1);
+  EXPECT_NE(refusal.find("2 ranks on 1 GPU need NCCL 2.30 or later"), std::string::npos) << refusal;
+  EXPECT_NE(refusal.find("the NCCL loaded is 2.28.9"), std::string::npos) << refusal;
+  EXPECT_NE(comm::shared_gpu_refusal(22999, 3, 2).find("3 ranks on 2 GPUs"), std::string::npos);
+  EXPECT_EQ(comm::shared_gpu_refusal(23000, 2, 1), "");  // 2.30.0 takes them
+  EXPECT_EQ(comm::shared_gpu_refusal(23007, 4, 1), "");
+  EXPECT_EQ(comm::shared_gpu_refusal(22809, 2, 2), "");  // a GPU each: any version
+  EXPECT_EQ(comm::shared_gpu_refusal(22809, 1, 1), "");
 }
 
 }  // namespace kl::test

@@ -1,12 +1,16 @@
 // `comm check --transport nccl`: the algorithms on the NCCL transport (device memory) beside NCCL's
-// own collectives, one GPU per rank (local rank modulo the GPUs; on one GPU NCCL 2.30 and later
-// need NCCL_MULTI_RANK_GPU_ENABLE=1 to put several ranks on it). MPI starts the ranks and carries
-// NCCL's unique id; inputs are made and checked on the host. Built here; it has not run on a GPU.
+// own collectives, one GPU per rank (local rank modulo the GPUs). More ranks than GPUs need NCCL 2.30
+// or later, which takes them with NCCL_MULTI_RANK_GPU_ENABLE=1 (set here when unset); an older NCCL
+// is refused with its version named (nccl_shared_gpu.h). MPI starts the ranks and carries NCCL's
+// unique id; inputs are made and checked on the host. Built here; it has not run on a GPU.
 #include <stdlib.h>
+
+#include <cstdio>
 
 #include <cstring>
 
 #include "comm/bench.h"
+#include "comm/nccl_shared_gpu.h"
 #include "comm/nccl/nccl_transport.h"
 #include "kernelab/error.h"
 
@@ -58,6 +62,16 @@ int run_nccl_check(Session& s, const CheckOptions& o) {
   if (cudaGetDeviceCount(&devices) != cudaSuccess || devices == 0)
     runtime_failure("--transport nccl: no CUDA device here (the NCCL transport is built but runs only on GPUs)");
   const char* local = getenv("OMPI_COMM_WORLD_LOCAL_RANK");
+  const char* local_size = getenv("OMPI_COMM_WORLD_LOCAL_SIZE");
+  const int ranks_here = local_size ? std::atoi(local_size) : s.size();
+  int version = 0;
+  check_nccl(ncclGetVersion(&version), "ncclGetVersion");
+  if (const std::string refusal = shared_gpu_refusal(version, ranks_here, devices); !refusal.empty()) runtime_failure(refusal);
+  if (ranks_here > devices && !getenv("NCCL_MULTI_RANK_GPU_ENABLE")) {
+    setenv("NCCL_MULTI_RANK_GPU_ENABLE", "1", 0);  // the only way NCCL puts these ranks on shared GPUs
+    if (s.rank() == 0) std::fprintf(stderr, "comm check: %d ranks on %d GPU(s): NCCL_MULTI_RANK_GPU_ENABLE=1 set\n", ranks_here, devices);
+  }
+  if (s.rank() == 0) std::fprintf(stderr, "comm check: NCCL %s\n", nccl_version_name(version).c_str());
   check_cuda(cudaSetDevice((local ? std::atoi(local) : s.rank()) % devices), "cudaSetDevice");
   ncclUniqueId id;
   if (s.rank() == 0) check_nccl(ncclGetUniqueId(&id), "ncclGetUniqueId");

@@ -11,7 +11,9 @@ void check_cuda(cudaError_t e, const char* what) {
 }
 
 void check_nccl(ncclResult_t r, const char* what) {
-  if (r != ncclSuccess) runtime_failure(fmt::format("{}: {}", what, ncclGetErrorString(r)));
+  if (r == ncclSuccess) return;
+  const std::string detail = ncclGetLastError(nullptr);  // e.g. "Duplicate GPU detected : rank 1 and rank 0 ..."
+  runtime_failure(fmt::format("{}: {}{}{}", what, ncclGetErrorString(r), detail.empty() ? "" : ": ", detail));
 }
 
 NcclTransport::NcclTransport(ncclComm_t comm, cudaStream_t stream) : comm_(comm), stream_(stream) {
