@@ -13,8 +13,9 @@
 #      and the memory-bound ladders on 256 MB working sets (big/): bench points, each timed only
 #      after its output passed the reference check (the points bench/results/h200/ keeps)
 #   6. the simulator's memory counts beside Nsight Compute's (ncu/), racecheck over rungs (sanitizer/)
-#   7. a CUPTI trace, `comm check --transport nccl` with 2 and 3 ranks on the GPU (nccl/; mpirun is
-#      the image's or the carried OpenMPI's, NCCL the carried 2.30), the CPU collectives with a core per rank (comm-cpu-*),
+#   7. a CUPTI trace, `comm check --transport nccl` with 2 and 3 ranks on the GPU and `comm bench
+#      --transport nccl` with 2 (nccl/; mpirun the image's or the carried OpenMPI's, NCCL the
+#      carried 2.30), the CPU collectives with a core per rank (comm-cpu-*),
 #      the experiment sweeps, and `report --backend cuda` with the time left
 # Each step has its own budget under one deadline (KERNELAB_DEADLINE_S, default 540 s): a step that
 # would pass it is skipped with a line saying so. Everything lands in a work folder that is packed
@@ -301,6 +302,11 @@ nccl_check() {  # issue 16: the own algorithms on the NCCL transport beside NCCL
       echo "nccl check, $r ranks: passed ($(grep -m1 -o 'NCCL [0-9.]*' "$W/nccl/check-${r}ranks.err"))" ||
       echo "nccl check, $r ranks FAILED: $(tail -3 "$W/nccl/check-${r}ranks.err")"
   done
+  # nccl-tests' table on the NCCL transport: the bandwidth of the one GPU's memory, which the ranks share
+  LD_LIBRARY_PATH="${nccl_lib:+$nccl_lib:}$LD_LIBRARY_PATH" timeout --foreground 60 "$kl" comm bench allreduce --transport nccl \
+    --ranks 2 -b 8 -e 256M -f 4 --timeout 50 > "$W/nccl/bench-allreduce-2ranks.txt" 2>&1 &&
+    echo "nccl bench, 2 ranks: $(grep -c 'Avg bus bandwidth' "$W/nccl/bench-allreduce-2ranks.txt") tables" ||
+    echo "nccl bench, 2 ranks FAILED: $(tail -3 "$W/nccl/bench-allreduce-2ranks.txt")"
 }
 
 fused_peers() {  # issue 17: the generated kernels at a 256 MiB working set beside PyTorch eager and torch.compile
@@ -358,7 +364,7 @@ want big && step "memory-bound ladders on 256 MiB working sets" 40 bash -c big_l
 want ncu && step "simulator profiler against ncu" 70 bash -c ncu_compare
 want racecheck && step "racecheck over the shared-memory rungs" 50 bash -c racecheck_rungs
 want trace && step "a CUPTI trace, analysed" 20 bash -c cupti_trace
-want nccl && step "comm check --transport nccl: 2 and 3 ranks on the one GPU (NCCL_MULTI_RANK_GPU_ENABLE)" 60 bash -c nccl_check
+want nccl && step "comm check and bench --transport nccl: 2 and 3 ranks on the one GPU (NCCL_MULTI_RANK_GPU_ENABLE)" 90 bash -c nccl_check
 want commcpu && step "CPU collectives with a core per rank: own ring and tree beside MPI at 64-256 MiB" 60 bash -c comm_cpu
 want sweeps && step "experiment sweeps" 60 bash scripts/experiment-sweeps.sh "$kl" cuda "$W/sweeps"
 want cpu && step "CPU ladders on this host's CPU (issue 18 on another x86 kind: probe, each op's best rung in fp32 and bf16, gemm against OpenBLAS)" 75 bash -c cpu_ladders

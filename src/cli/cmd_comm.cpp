@@ -125,6 +125,13 @@ comm::SessionOptions session_options(const RunFlags& f, nlohmann::json run) {
   return o;
 }
 
+void check_transport(const std::string& transport) {
+  if (transport != "mpi" && transport != "nccl") bad_input(fmt::format("--transport {}: mpi or nccl", transport));
+#ifndef KERNELAB_HAVE_NCCL
+  if (transport == "nccl") bad_input("--transport nccl: this kernelab was built without CUDA and NCCL");
+#endif
+}
+
 void add_comm_bench(CLI::App& comm_cmd) {
   auto* cmd = comm_cmd.add_subcommand("bench", "a collective, own algorithms beside the MPI library's, in nccl-tests' columns");
   auto op = std::make_shared<std::string>();
@@ -145,8 +152,10 @@ void add_comm_bench(CLI::App& comm_cmd) {
   cmd->add_option("-w,--warmup-iters", o->warmup, "warm-up calls per size, default 5");
   cmd->add_option("--straggler-ms", o->straggler_ms, "lag past which a rank is reported as a straggler, default 20");
   cmd->add_flag("--json", o->json, "one JSON object: every size per algorithm, as the table");
+  cmd->add_option("--transport", o->transport, "mpi (host memory, default) or nccl (device memory, built with CUDA)");
   add_run_flags(*cmd, *run, true);
   cmd->callback([=] {
+    check_transport(o->transport);
     o->op = parse_op(*op);
     o->algos = parse_algos(o->op, *algo);
     o->dtype = parse_comm_dtype(*dtype);
@@ -157,8 +166,12 @@ void add_comm_bench(CLI::App& comm_cmd) {
     if (o->min_bytes > o->max_bytes) bad_input(fmt::format("-b {} is larger than -e {}", *min_b, *max_b));
     if (!(o->factor > 1) && o->min_bytes != o->max_bytes) bad_input(fmt::format("-f {}: must be above 1", o->factor));
     if (o->iters < 1 || o->warmup < 0) bad_input("-n must be at least 1 and -w at least 0");
-    comm::Session s(session_options(*run, {{"command", "bench"}, {"op", *op}, {"dtype", *dtype}}));
+    comm::Session s(session_options(*run, {{"command", "bench"}, {"op", *op}, {"dtype", *dtype}, {"transport", o->transport}}));
+#ifdef KERNELAB_HAVE_NCCL
+    const int code = o->transport == "nccl" ? comm::run_nccl_bench(s, *o) : comm::run_bench(s, *o);
+#else
     const int code = comm::run_bench(s, *o);
+#endif
     if (code) throw CLI::RuntimeError(code);
   });
 }
@@ -174,15 +187,12 @@ void add_comm_check(CLI::App& comm_cmd) {
   cmd->add_option("--dtype", *dtypes, "fp32, fp16, bf16 (default all)")->delimiter(',');
   cmd->add_option("--counts", *counts, "elements per block (default 1,7,1000,1048579)")->delimiter(',');
   auto transport = std::make_shared<std::string>("mpi");
-  cmd->add_option("--transport", *transport, "mpi (host memory, default) or nccl (one GPU per rank, built with CUDA)");
+  cmd->add_option("--transport", *transport, "mpi (host memory, default) or nccl (device memory, built with CUDA)");
   cmd->add_flag("--json", *json, "one JSON object: every case");
   add_run_flags(*cmd, *run, false);
   cmd->callback([=] {
     comm::CheckOptions o;
-    if (*transport != "mpi" && *transport != "nccl") bad_input(fmt::format("--transport {}: mpi or nccl", *transport));
-#ifndef KERNELAB_HAVE_NCCL
-    if (*transport == "nccl") bad_input("--transport nccl: this kernelab was built without CUDA and NCCL");
-#endif
+    check_transport(*transport);
     o.transport = *transport;
     for (const std::string& s : ops->empty() ? std::vector<std::string>{"allreduce", "allgather", "reducescatter", "alltoall"} : *ops)
       o.ops.push_back(parse_op(s));

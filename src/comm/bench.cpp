@@ -4,6 +4,7 @@
 #include <fmt/format.h>
 
 #include <cstdio>
+#include <cstring>
 #include <map>
 
 #include "comm/bench.h"
@@ -19,39 +20,35 @@ struct Placement {
   std::size_t wrong = 0;
 };
 
-struct Buffers {
-  std::vector<std::byte> in, out;
-  // Out of place: in and out apart. In place: the input sits inside out (allgather) or the output
-  // inside in (reducescatter), else one buffer.
-  std::pair<const std::byte*, std::byte*> ptrs(Collective c, const Layout& l, std::size_t e, bool in_place) {
-    if (!in_place) return {in.data(), out.data()};
-    if (c == Collective::allgather) return {out.data() + l.in_place_offset * e, out.data()};
-    if (c == Collective::reducescatter) return {in.data(), in.data() + l.in_place_offset * e};
-    return {in.data(), in.data()};
-  }
-  // Where the in-place input must be written.
-  std::byte* input(Collective c, const Layout& l, std::size_t e, bool in_place) {
-    return in_place && c == Collective::allgather ? out.data() + l.in_place_offset * e : in.data();
-  }
-};
+// Out of place: in and out apart. In place: the input sits inside out (allgather) or the output
+// inside in (reducescatter), else one buffer.
+std::pair<std::byte*, std::byte*> placed(BenchTarget& b, Collective c, const Layout& l, std::size_t e, bool in_place) {
+  if (!in_place) return {b.in(), b.out()};
+  if (c == Collective::allgather) return {b.out() + l.in_place_offset * e, b.out()};
+  if (c == Collective::reducescatter) return {b.in(), b.in() + l.in_place_offset * e};
+  return {b.in(), b.in()};
+}
 
-Placement measure(Session& s, const BenchOptions& o, Algo a, std::size_t block, bool in_place, Buffers& b) {
+Placement measure(Session& s, const BenchOptions& o, Algo a, std::size_t block, bool in_place, BenchTarget& b) {
   const Layout l = layout(o.op, block, s.size(), s.rank());
   const std::size_t e = dtype_size(o.dtype);
-  const auto [in, out] = b.ptrs(o.op, l, e, in_place);
-  fill_input(o.op, b.input(o.op, l, e, in_place), block, o.dtype, s.size(), s.rank(), kInputSeed);
-  s.run(o.op, a, in, out, block, o.dtype, o.redop);
+  const auto [in, out] = placed(b, o.op, l, e, in_place);
+  std::vector<std::byte> input(l.in_count * e);
+  fill_input(o.op, input.data(), block, o.dtype, s.size(), s.rank(), kInputSeed);
+  b.write(out, std::vector<std::byte>(l.out_count * e, std::byte{0xff}));  // poisoned: NaN in every dtype
+  b.write(in, input);
+  b.run(o.op, a, in, out, block, o.dtype, o.redop, 1);
   Placement p;
-  const unsigned long long wrong = check_against_reference(
-      reference(o.op, block, o.dtype, o.redop, s.size(), s.rank(), kInputSeed), out, o.dtype).wrong;
+  const unsigned long long wrong = check_against_reference(reference(o.op, block, o.dtype, o.redop, s.size(), s.rank(), kInputSeed),
+                                                           b.read(out, l.out_count * e).data(), o.dtype).wrong;
   unsigned long long total = 0;
   s.guarded("the bench's count of wrong elements (MPI_Allreduce)",
             [&] { MPI_Allreduce(&wrong, &total, 1, MPI_UNSIGNED_LONG_LONG, MPI_SUM, s.comm()); });
   p.wrong = std::size_t(total);
-  for (int i = 0; i < o.warmup; ++i) s.run(o.op, a, in, out, block, o.dtype, o.redop);
+  b.run(o.op, a, in, out, block, o.dtype, o.redop, o.warmup);
   s.guarded("the bench's barrier before timing", [&] { MPI_Barrier(s.comm()); });
   const double t0 = MPI_Wtime();
-  for (int i = 0; i < o.iters; ++i) s.run(o.op, a, in, out, block, o.dtype, o.redop);
+  b.run(o.op, a, in, out, block, o.dtype, o.redop, o.iters);
   double elapsed = MPI_Wtime() - t0, slowest = 0;
   s.guarded("the bench's slowest-rank time (MPI_Allreduce)",
             [&] { MPI_Allreduce(&elapsed, &slowest, 1, MPI_DOUBLE, MPI_MAX, s.comm()); });
@@ -61,6 +58,28 @@ Placement measure(Session& s, const BenchOptions& o, Algo a, std::size_t block, 
   p.busbw = p.algbw * model::bus_factor(o.op, s.size());
   return p;
 }
+
+// Host memory; the session's own algorithms on MPI point-to-point, or the MPI library.
+class HostTarget final : public BenchTarget {
+ public:
+  explicit HostTarget(Session& s) : s_(s) {}
+  std::string ranks_text() const override { return fmt::format("{} ranks (MPI processes)", s_.size()); }
+  std::string algo_text(Algo a) const override {
+    return a == Algo::library ? " (the MPI library's own)" : " (written here, on the MPI point-to-point transport)";
+  }
+  void resize(std::size_t in_bytes, std::size_t out_bytes) override { in_.assign(in_bytes, {}), out_.assign(out_bytes, {}); }
+  std::byte* in() override { return in_.data(); }
+  std::byte* out() override { return out_.data(); }
+  void write(std::byte* dst, const std::vector<std::byte>& host) override { std::memcpy(dst, host.data(), host.size()); }
+  std::vector<std::byte> read(const std::byte* src, std::size_t bytes) override { return {src, src + bytes}; }
+  void run(Collective c, Algo a, const std::byte* in, std::byte* out, std::size_t block, DType t, RedOp op, int calls) override {
+    for (int i = 0; i < calls; ++i) s_.run(c, a, in, out, block, t, op);
+  }
+
+ private:
+  Session& s_;
+  std::vector<std::byte> in_, out_;
+};
 
 std::vector<std::size_t> sizes(const BenchOptions& o) {
   std::vector<std::size_t> out;
@@ -118,20 +137,23 @@ std::vector<std::vector<Record>> gather_records(Session& s) {
 }  // namespace
 
 int run_bench(Session& s, const BenchOptions& o) {
+  HostTarget host(s);
+  return run_bench(s, o, host);
+}
+
+int run_bench(Session& s, const BenchOptions& o, BenchTarget& b) {
   const bool root = s.rank() == 0;
   const std::size_t e = dtype_size(o.dtype);
   const std::string redop = is_reduction(o.op) ? std::string(redop_name(o.redop)) : "none";
   nlohmann::json algos_json = nlohmann::json::array();
   std::size_t wrong = 0;
-  Buffers b;
   if (root && !o.json)
-    std::printf("# kernelab comm bench: %s, %d ranks (MPI processes), %s, nccl-tests columns; time: mean of %d calls after "
-                "%d warm-up, slowest rank\n", std::string(collective_name(o.op)).c_str(), s.size(),
+    std::printf("# kernelab comm bench: %s, %s, %s, nccl-tests columns; time: mean of %d calls after "
+                "%d warm-up, slowest rank\n", std::string(collective_name(o.op)).c_str(), b.ranks_text().c_str(),
                 nccl_type_name(o.dtype).c_str(), o.iters, o.warmup);
   for (Algo a : o.algos) {
     if (root && !o.json) {
-      std::printf("#\n# algorithm: %s%s\n", std::string(algo_name(a)).c_str(),
-                  a == Algo::library ? " (the MPI library's own)" : " (written here, on the MPI point-to-point transport)");
+      std::printf("#\n# algorithm: %s%s\n", std::string(algo_name(a)).c_str(), b.algo_text(a).c_str());
       std::printf("#                                                   out-of-place                       in-place\n");
       std::printf("#       size         count      type   redop    root     time   algbw   busbw #wrong     time   algbw   busbw #wrong\n");
       std::printf("#        (B)    (elements)                               (us)  (GB/s)  (GB/s)            (us)  (GB/s)  (GB/s)\n");
@@ -142,8 +164,7 @@ int run_bench(Session& s, const BenchOptions& o) {
     for (std::size_t bytes : sizes(o)) {
       const std::size_t block = block_for(o.op, bytes, e, s.size());
       const Layout l = layout(o.op, block, s.size(), s.rank());
-      b.in.assign(l.in_count * e, std::byte{0});
-      b.out.assign(l.out_count * e, std::byte{0});
+      b.resize(l.in_count * e, l.out_count * e);
       const Placement oop = measure(s, o, a, block, false, b), ip = measure(s, o, a, block, true, b);
       wrong += oop.wrong + ip.wrong;
       busbw_sum += oop.busbw + ip.busbw, points += 2;
@@ -165,7 +186,8 @@ int run_bench(Session& s, const BenchOptions& o) {
     if (s.keeps_dumps()) std::printf("# flight recorders: %s\n", s.dump_dir().c_str());
   }
   if (root && o.json)
-    std::printf("%s\n", nlohmann::json{{"op", collective_name(o.op)}, {"ranks", s.size()}, {"dtype", nccl_type_name(o.dtype)},
+    std::printf("%s\n", nlohmann::json{{"op", collective_name(o.op)}, {"ranks", s.size()}, {"transport", o.transport},
+                                       {"dtype", nccl_type_name(o.dtype)},
                                        {"redop", redop}, {"iters", o.iters}, {"warmup", o.warmup}, {"algos", algos_json},
                                        {"wrong", wrong}, {"straggler", straggler_json(st, o.straggler_ms)},
                                        {"dump_dir", s.keeps_dumps() ? nlohmann::json(s.dump_dir()) : nlohmann::json()}}.dump(1).c_str());

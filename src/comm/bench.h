@@ -12,6 +12,7 @@
 namespace kl::comm {
 
 struct BenchOptions {
+  std::string transport = "mpi";  // or "nccl" (built with CUDA and NCCL)
   Collective op = Collective::allreduce;
   std::vector<Algo> algos;
   DType dtype = DType::f32;
@@ -23,9 +24,29 @@ struct BenchOptions {
   double straggler_ms = 20;
 };
 
+// Where a bench's buffers live and how its calls run: host memory and the session's MPI transport
+// or MPI library (run_bench), device memory and the NCCL transport or NCCL (run_nccl_bench).
+class BenchTarget {
+ public:
+  virtual ~BenchTarget() = default;
+  virtual std::string ranks_text() const = 0;     // what the ranks are, for the table's first line
+  virtual std::string algo_text(Algo a) const = 0;  // whose algorithm, on which transport
+  virtual void resize(std::size_t in_bytes, std::size_t out_bytes) = 0;  // contents undefined
+  virtual std::byte* in() = 0;
+  virtual std::byte* out() = 0;
+  virtual void write(std::byte* dst, const std::vector<std::byte>& host) = 0;
+  virtual std::vector<std::byte> read(const std::byte* src, std::size_t bytes) = 0;
+  // `calls` calls back to back, each through Session::record, all finished on return.
+  virtual void run(Collective c, Algo a, const std::byte* in, std::byte* out, std::size_t block, DType t, RedOp op, int calls) = 0;
+};
+
 // nccl-tests' table per algorithm (out-of-place and in-place: time, algbw, busbw, #wrong) and the
 // average bus bandwidth line; the straggler line. Returns the exit code: 1 when any element was wrong.
-int run_bench(Session& s, const BenchOptions& o);
+int run_bench(Session& s, const BenchOptions& o, BenchTarget& target);
+int run_bench(Session& s, const BenchOptions& o);  // on host memory and MPI
+// On the GPUs: the own algorithms on the NCCL transport and NCCL's collectives (built with CUDA and
+// NCCL: nccl/nccl_bench.cpp; RuntimeFailure without a GPU).
+int run_nccl_bench(Session& s, const BenchOptions& o);
 
 struct CheckOptions {
   std::string transport = "mpi";  // or "nccl" (built with CUDA and NCCL)

@@ -161,14 +161,19 @@ void Session::run_library(Collective c, const std::byte* in, std::byte* out, std
 }
 
 void Session::run(Collective c, Algo a, const std::byte* in, std::byte* out, std::size_t block, DType t, RedOp op) {
+  const std::size_t bytes = layout(c, block, size_, rank_).reported_count() * dtype_size(t);
+  record(c, a, bytes, [&](uint64_t seq) {
+    if (a == Algo::library) run_library(c, in, out, block, t, op);
+    else run_algorithm(*transport_, CollectiveContext{seq}, c, a, in, out, block, t, op, opt_.ring);
+  });
+}
+
+void Session::record(Collective c, Algo a, std::size_t bytes, const std::function<void(uint64_t seq)>& call) {
   const uint64_t seq = ++seq_;
   apply_injections(opt_.injections, rank_, Injection::Point::collective, seq);
-  const Layout l = layout(c, block, size_, rank_);
-  const std::size_t e = dtype_size(t);
-  recorder_.begin({std::string(collective_name(c)), std::string(algo_name(a)), seq, l.reported_count() * e, peers(a), 0, 0});
+  recorder_.begin({std::string(collective_name(c)), std::string(algo_name(a)), seq, bytes, peers(a), 0, 0});
   board_->enter(seq);
-  if (a == Algo::library) run_library(c, in, out, block, t, op);
-  else run_algorithm(*transport_, CollectiveContext{seq}, c, a, in, out, block, t, op, opt_.ring);
+  call(seq);
   board_->complete(seq);
   const std::optional<Record> done = recorder_.end(seq);
   if (done && !opt_.trace_dir.empty()) trace_.collective(*done);

@@ -51,6 +51,9 @@ class Session {
 
   // In place when `in` is where Layout puts it inside `out` (or `out` inside `in`).
   void run(Collective c, Algo a, const std::byte* in, std::byte* out, std::size_t block, DType t, RedOp op);
+  // run()'s bookkeeping around a call on another transport (the NCCL bench's): the collective's
+  // sequence number, passed to `call`; the injections; the flight recorder; the status board; the trace.
+  void record(Collective c, Algo a, std::size_t bytes, const std::function<void(uint64_t seq)>& call);
   // An MPI call outside the collectives (the bench's own reductions), under the watchdog as `what`.
   void guarded(const std::string& what, const std::function<void()>& wait);
 

@@ -56,11 +56,24 @@ TEST(CommBench, BadInputIsOneMessageAndExitTwo) {
   for (const char* args : {"comm bench allreduce --ranks 1", "comm bench allreduce --ranks 0", "comm bench broadcast",
                            "comm bench alltoall --algo ring", "comm bench allreduce --dtype fp8e4m3", "comm bench allreduce -b 1M -e 1K",
                            "comm bench allreduce --ranks 4 --inject rank=4,hang", "comm bench allreduce --inject rank=1,explode",
-                           "comm bench allreduce --timeout 0", "comm check --counts 0"}) {
+                           "comm bench allreduce --timeout 0", "comm check --counts 0", "comm bench allreduce --transport tcp",
+                           "comm check --transport tcp"}) {
     const MpiResult r = run_mpi(args, 30);
     EXPECT_EQ(r.code, 2) << args << "\n" << r.out << r.err;
     EXPECT_NE(r.err.find("kernelab: "), std::string::npos) << args << r.err;
     EXPECT_EQ(r.err.find("mpirun"), std::string::npos) << args << ": refused before mpirun starts\n" << r.err;
+  }
+}
+
+// On a machine with no GPU, the NCCL transport says so and fails on every rank, hanging none (or,
+// in a build without CUDA, is refused).
+TEST(CommBench, NcclTransportWithoutAGpuSaysSo) {
+  for (const char* args : {"comm bench allreduce --transport nccl --timeout 20", "comm check --transport nccl --timeout 20"}) {
+    const MpiResult r = run_mpi(args, 60);
+    EXPECT_NE(r.code, 0) << args;
+    const bool said = r.err.find("--transport nccl: no CUDA device here") != std::string::npos ||
+                      r.err.find("--transport nccl: this kernelab was built without CUDA and NCCL") != std::string::npos;
+    EXPECT_TRUE(said) << args << "\n" << r.err;
   }
 }
 

@@ -1,7 +1,12 @@
 #include "comm/nccl/nccl_transport.h"
 
 #include <fmt/format.h>
+#include <stdlib.h>
 
+#include <cstdio>
+
+#include "comm/nccl_shared_gpu.h"
+#include "comm/session.h"
 #include "kernelab/error.h"
 
 namespace kl::comm {
@@ -14,6 +19,66 @@ void check_nccl(ncclResult_t r, const char* what) {
   if (r == ncclSuccess) return;
   const std::string detail = ncclGetLastError(nullptr);  // e.g. "Duplicate GPU detected : rank 1 and rank 0 ..."
   runtime_failure(fmt::format("{}: {}{}{}", what, ncclGetErrorString(r), detail.empty() ? "" : ": ", detail));
+}
+
+NcclRank::NcclRank(Session& s) {
+  if (cudaGetDeviceCount(&gpus) != cudaSuccess || gpus == 0)
+    runtime_failure("--transport nccl: no CUDA device here (the NCCL transport is built but runs only on GPUs)");
+  const char* local = getenv("OMPI_COMM_WORLD_LOCAL_RANK");
+  const char* local_size = getenv("OMPI_COMM_WORLD_LOCAL_SIZE");
+  const int ranks_here = local_size ? std::atoi(local_size) : s.size();
+  int code = 0;
+  check_nccl(ncclGetVersion(&code), "ncclGetVersion");
+  version = nccl_version_name(code);
+  if (const std::string refusal = shared_gpu_refusal(code, ranks_here, gpus); !refusal.empty()) runtime_failure(refusal);
+  if (ranks_here > gpus && !getenv("NCCL_MULTI_RANK_GPU_ENABLE")) {
+    setenv("NCCL_MULTI_RANK_GPU_ENABLE", "1", 0);  // the only way NCCL puts these ranks on shared GPUs
+    if (s.rank() == 0) std::fprintf(stderr, "comm: %d ranks on %d GPU(s): NCCL_MULTI_RANK_GPU_ENABLE=1 set\n", ranks_here, gpus);
+  }
+  if (s.rank() == 0) std::fprintf(stderr, "comm: NCCL %s\n", version.c_str());
+  check_cuda(cudaSetDevice((local ? std::atoi(local) : s.rank()) % gpus), "cudaSetDevice");
+  ncclUniqueId id;
+  if (s.rank() == 0) check_nccl(ncclGetUniqueId(&id), "ncclGetUniqueId");
+  s.guarded("the broadcast of NCCL's unique id (MPI_Bcast)", [&] { MPI_Bcast(&id, sizeof id, MPI_BYTE, 0, s.comm()); });
+  check_nccl(ncclCommInitRank(&comm, s.size(), id, s.rank()), "ncclCommInitRank");
+  check_cuda(cudaStreamCreate(&stream), "cudaStreamCreate");
+}
+
+NcclRank::~NcclRank() {
+  if (stream) cudaStreamDestroy(stream);
+  if (comm) ncclCommDestroy(comm);
+}
+
+DeviceBuffer::DeviceBuffer(std::size_t bytes) {
+  void* v = nullptr;
+  check_cuda(cudaMalloc(&v, std::max<std::size_t>(bytes, 1)), "cudaMalloc");
+  p = static_cast<std::byte*>(v);
+}
+
+namespace {
+ncclDataType_t nccl_type(DType t) { return t == DType::f32 ? ncclFloat32 : t == DType::f16 ? ncclFloat16 : ncclBfloat16; }
+ncclRedOp_t nccl_op(RedOp op) { return op == RedOp::sum ? ncclSum : ncclMax; }
+}  // namespace
+
+void nccl_library(ncclComm_t comm, cudaStream_t s, NcclTransport& tp, Collective c, const std::byte* in, std::byte* out,
+                  std::size_t block, DType t, RedOp op) {
+  switch (c) {
+    case Collective::allreduce: check_nccl(ncclAllReduce(in, out, block, nccl_type(t), nccl_op(op), comm, s), "ncclAllReduce"); break;
+    case Collective::allgather: check_nccl(ncclAllGather(in, out, block, nccl_type(t), comm, s), "ncclAllGather"); break;
+    case Collective::reducescatter:
+      check_nccl(ncclReduceScatter(in, out, block, nccl_type(t), nccl_op(op), comm, s), "ncclReduceScatter");
+      break;
+    case Collective::alltoall: {
+      const std::size_t bytes = block * dtype_size(t) * std::size_t(tp.size());
+      if (in == out) {
+        std::byte* copy = tp.scratch(2, bytes);
+        tp.copy(copy, in, bytes);
+        in = copy;
+      }
+      check_nccl(ncclAlltoAll(in, out, block, nccl_type(t), comm, s), "ncclAlltoAll");
+      break;
+    }
+  }
 }
 
 NcclTransport::NcclTransport(ncclComm_t comm, cudaStream_t stream) : comm_(comm), stream_(stream) {
