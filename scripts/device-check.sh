@@ -300,13 +300,13 @@ nccl_check() {  # issue 16: the own algorithms on the NCCL transport beside NCCL
       "$kl" comm check --transport nccl --ranks $r --timeout 60 --json \
       > "$W/nccl/check-${r}ranks.json" 2> "$W/nccl/check-${r}ranks.err" &&
       echo "nccl check, $r ranks: passed ($(grep -m1 -o 'NCCL [0-9.]*' "$W/nccl/check-${r}ranks.err"))" ||
-      echo "nccl check, $r ranks FAILED: $(tail -3 "$W/nccl/check-${r}ranks.err")"
+      echo "nccl check, $r ranks FAILED: $(grep -m1 "^kernelab: " "$W/nccl/check-${r}ranks.err" || tail -3 "$W/nccl/check-${r}ranks.err")"
   done
   # nccl-tests' table on the NCCL transport: the bandwidth of the one GPU's memory, which the ranks share
   LD_LIBRARY_PATH="${nccl_lib:+$nccl_lib:}$LD_LIBRARY_PATH" timeout --foreground 60 "$kl" comm bench allreduce --transport nccl \
     --ranks 2 -b 8 -e 256M -f 4 --timeout 50 > "$W/nccl/bench-allreduce-2ranks.txt" 2>&1 &&
     echo "nccl bench, 2 ranks: $(grep -c 'Avg bus bandwidth' "$W/nccl/bench-allreduce-2ranks.txt") tables" ||
-    echo "nccl bench, 2 ranks FAILED: $(tail -3 "$W/nccl/bench-allreduce-2ranks.txt")"
+    echo "nccl bench, 2 ranks FAILED: $(grep -m1 "^kernelab: " "$W/nccl/bench-allreduce-2ranks.txt" || tail -3 "$W/nccl/bench-allreduce-2ranks.txt")"
 }
 
 fused_peers() {  # issue 17: the generated kernels at a 256 MiB working set beside PyTorch eager and torch.compile
@@ -347,7 +347,7 @@ cpu_ladders() {  # issue 18 on the host's x86 kind, in the file format of bench/
 }
 
 export -f fused_peers comm_cpu nccl_check tune_profiles cpu_ladders run_sim_programs gemm_headline attention_headline quant_headline ncu_compare racecheck_rungs big_ladders cupti_trace checks_per_op
-export kl W
+export kl W root
 
 # Steps by name: all by default, or those named on the command line (a second call in one window).
 wanted=" ${*:-sim probe check quant tune gemm attention fused big ncu racecheck trace nccl commcpu sweeps cpu report} "

@@ -70,7 +70,7 @@ python3 scripts/fatbin-keep-arch.py "$wheel/nvidia/nccl/lib/libnccl.so.2" "$bin/
 # Packed, since the call carries 64 MiB at most (the binary and OpenBLAS alone are more).
 tar cf - "$bin" | xz -T0 -6 > "$bin.tar.xz"
 grep -qx '/.device-bin.tar.xz' .gitignore || echo '/.device-bin.tar.xz' >> .gitignore
-du -sh "$bin" "$bin.tar.xz" "$bin/kernelab" "$bin/lib" "$bin/nccl"
+du -sh "$bin.tar.xz" "$bin"/*
 # What the call carries: this archive, .device-deps (scripts/device-deps.sh) and the working tree.
 carried=$(( $(stat -c %s "$bin.tar.xz") + $( [ -d .device-deps ] && du -sb .device-deps | cut -f1 || echo 0) + $(git ls-files -z | du -cb --files0-from=- | tail -1 | cut -f1) ))
 echo "the device call carries $((carried >> 20)) MiB of its 64 (.device-bin.tar.xz, .device-deps, the tracked files)"

@@ -22,20 +22,20 @@ void check_nccl(ncclResult_t r, const char* what) {
 }
 
 NcclRank::NcclRank(Session& s) {
+  int code = 0;
+  check_nccl(ncclGetVersion(&code), "ncclGetVersion");
+  version = nccl_version_name(code);
+  if (s.rank() == 0) std::fprintf(stderr, "comm: NCCL %s\n", version.c_str());
   if (cudaGetDeviceCount(&gpus) != cudaSuccess || gpus == 0)
     runtime_failure("--transport nccl: no CUDA device here (the NCCL transport is built but runs only on GPUs)");
   const char* local = getenv("OMPI_COMM_WORLD_LOCAL_RANK");
   const char* local_size = getenv("OMPI_COMM_WORLD_LOCAL_SIZE");
   const int ranks_here = local_size ? std::atoi(local_size) : s.size();
-  int code = 0;
-  check_nccl(ncclGetVersion(&code), "ncclGetVersion");
-  version = nccl_version_name(code);
   if (const std::string refusal = shared_gpu_refusal(code, ranks_here, gpus); !refusal.empty()) runtime_failure(refusal);
   if (ranks_here > gpus && !getenv("NCCL_MULTI_RANK_GPU_ENABLE")) {
     setenv("NCCL_MULTI_RANK_GPU_ENABLE", "1", 0);  // the only way NCCL puts these ranks on shared GPUs
     if (s.rank() == 0) std::fprintf(stderr, "comm: %d ranks on %d GPU(s): NCCL_MULTI_RANK_GPU_ENABLE=1 set\n", ranks_here, gpus);
   }
-  if (s.rank() == 0) std::fprintf(stderr, "comm: NCCL %s\n", version.c_str());
   check_cuda(cudaSetDevice((local ? std::atoi(local) : s.rank()) % gpus), "cudaSetDevice");
   ncclUniqueId id;
   if (s.rank() == 0) check_nccl(ncclGetUniqueId(&id), "ncclGetUniqueId");
