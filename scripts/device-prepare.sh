@@ -4,7 +4,7 @@
 # (ignored; the device call carries the archive and device-check.sh unpacks it):
 #   kernelab      the CLI for sm_90a only (its CPU rungs pick their x86 level at run time)
 #   lib/          the shared libraries it needs that the GPU image may lack (MPI, OpenBLAS, fmt,
-#                 simdjson, boost, cudart, CUPTI); glibc, libstdc++ and NCCL, cuBLAS, cuDNN are the image's
+#                 simdjson, boost, cudart, CUPTI); glibc, libstdc++, cuBLAS, cuDNN are the image's
 #   sim/          tests/sim programs built for sm_90a (the simulator's twins run on the real chip)
 #   nccl/         PyPI's NCCL 2.30.7 cut to its sm_90 code, for the NCCL step: the image's 2.28.9
 #                 refuses two ranks on its one GPU (comm/nccl_shared_gpu.h)
