@@ -1,6 +1,7 @@
 // Several NCCL ranks on one GPU: NCCL before 2.30 refuses them at ncclCommInitRank ("Duplicate GPU
-// detected"); 2.30 and later take them when NCCL_MULTI_RANK_GPU_ENABLE=1 (NCCL 2.30's release
-// notes; the string is in its libnccl.so, not in 2.28.9's). No NCCL header: tested without CUDA.
+// detected"); 2.30 and later take them when NCCL_MULTI_RANK_GPU_ENABLE=1 (the variable and the
+// message naming it are in the libnccl.so.2 of PyPI's 2.30.3 and 2.30.7, not in 2.28.9's). No NCCL
+// header: tested without CUDA.
 #pragma once
 #include <fmt/format.h>
 
