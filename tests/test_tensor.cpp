@@ -99,15 +99,16 @@ TEST(Tensor, ShapeNumelAndStr) {
 }
 
 TEST(Tensor, PoisonMakesEveryFloatElementNaN) {
-  for (DType t : {DType::f32, DType::f16, DType::bf16, DType::f64}) {
-    SCOPED_TRACE(std::string(kl::dtype_name(t)));
-    Tensor x = Tensor::host(t, {5, 7});
-    x.fill_bytes(0);
-    for (int64_t i = 0; i < x.numel(); ++i) ASSERT_EQ(x.get(i), 0.0);
-    x.poison();
-    for (int64_t i = 0; i < x.numel(); ++i) EXPECT_TRUE(std::isnan(x.get(i))) << "element " << i << " = " << x.get(i);
-    EXPECT_TRUE(x.check_guards());  // poisoning stays inside the data
-  }
+  for (DType t : {DType::f32, DType::f16, DType::bf16, DType::f64})
+    for (const kl::Shape& shape : {kl::Shape{5, 7}, kl::Shape{1031, 257}}) {  // the second split over every thread
+      SCOPED_TRACE(std::string(kl::dtype_name(t)) + " " + std::to_string(shape[0]));
+      Tensor x = Tensor::host(t, shape);
+      x.fill_bytes(0);
+      for (int64_t i = 0; i < x.numel(); ++i) ASSERT_EQ(x.get(i), 0.0);
+      x.poison();
+      for (int64_t i = 0; i < x.numel(); ++i) ASSERT_TRUE(std::isnan(x.get(i))) << "element " << i << " = " << x.get(i);
+      EXPECT_TRUE(x.check_guards());  // poisoning stays inside the data
+    }
 }
 
 TEST(Tensor, GuardsIntactAfterInBoundsWrites) {

@@ -110,20 +110,21 @@ int64_t Tensor::offset(std::initializer_list<int64_t> idx) const {
   return off;
 }
 
-void Tensor::fill_bytes(uint8_t byte) { std::memset(buf_->data, byte, buf_->bytes); }
+namespace {
+// p[0, n) = v on every core: an output's first touch (its pages faulted in and zeroed by the
+// kernel) is most of poisoning one, and the cores that will write it fault them in side by side.
+template <class T> void fill_parallel(T* p, size_t n, T v) {
+#pragma omp parallel for schedule(static)
+  for (size_t i = 0; i < n; ++i) p[i] = v;
+}
+}  // namespace
+
+void Tensor::fill_bytes(uint8_t byte) { fill_parallel(reinterpret_cast<uint8_t*>(buf_->data), buf_->bytes, byte); }
 
 void Tensor::poison() {
   switch (dtype_) {
-    case DType::f64: {
-      double* p = as<double>();
-      for (size_t i = 0; i < nbytes() / 8; ++i) p[i] = std::numeric_limits<double>::quiet_NaN();
-      return;
-    }
-    case DType::f32: {
-      float* p = as<float>();
-      for (size_t i = 0; i < nbytes() / 4; ++i) p[i] = std::numeric_limits<float>::quiet_NaN();
-      return;
-    }
+    case DType::f64: fill_parallel(as<double>(), nbytes() / 8, std::numeric_limits<double>::quiet_NaN()); return;
+    case DType::f32: fill_parallel(as<float>(), nbytes() / 4, std::numeric_limits<float>::quiet_NaN()); return;
     case DType::f16: fill_bytes(0xFF); return;   // 0xFFFF: a NaN
     case DType::bf16: fill_bytes(0xFF); return;  // 0xFFFF: a NaN
     case DType::e4m3: fill_bytes(0x7F); return;  // NaN
