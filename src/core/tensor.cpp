@@ -111,10 +111,11 @@ int64_t Tensor::offset(std::initializer_list<int64_t> idx) const {
 }
 
 namespace {
-// p[0, n) = v on every core: an output's first touch (its pages faulted in and zeroed by the
-// kernel) is most of poisoning one, and the cores that will write it fault them in side by side.
+// p[0, n) = v, on every core from 1 MiB: an output's first touch (its pages faulted in and zeroed
+// by the kernel) is most of poisoning one, and the cores fault them in side by side; below, waking
+// the threads would cost more than the fill (the simulator tests poison many small tensors).
 template <class T> void fill_parallel(T* p, size_t n, T v) {
-#pragma omp parallel for schedule(static)
+#pragma omp parallel for schedule(static) if (n * sizeof(T) >= (size_t(1) << 20))
   for (size_t i = 0; i < n; ++i) p[i] = v;
 }
 }  // namespace
