@@ -8,8 +8,9 @@ fatbin of that section is left with no entry at all.
 
 Used by scripts/device-prepare.sh on NCCL: PyPI's libnccl.so.2 holds cubins for sm_75 to sm_120 (252
 MB, 200 MB by xz), too much for the device call's 64 MiB; its sm_90 code alone is 21 MB by xz.
-__nv_relfatbin holds the relocatable objects nvlink linked .nv_fatbin from; the CUDA runtime needs
-them only to link again for an architecture the linked image lacks.
+__nv_relfatbin holds the relocatable objects nvlink linked .nv_fatbin from; emptying it rests on the
+reading, not yet checked on a GPU, that the CUDA runtime links from them only for an architecture
+the linked image lacks (kept, NCCL's sm_90 copies there would make it 38 MB).
 
 Layout (as the toolkit's fatbinary writes it, read from the files): a fatbin is a 16-byte header
 (magic 0xBA55ED50, u16 version, u16 header size, u64 size of the entries), then entries, each a
