@@ -20,19 +20,10 @@ struct Placement {
   std::size_t wrong = 0;
 };
 
-// Out of place: in and out apart. In place: the input sits inside out (allgather) or the output
-// inside in (reducescatter), else one buffer.
-std::pair<std::byte*, std::byte*> placed(BenchTarget& b, Collective c, const Layout& l, std::size_t e, bool in_place) {
-  if (!in_place) return {b.in(), b.out()};
-  if (c == Collective::allgather) return {b.out() + l.in_place_offset * e, b.out()};
-  if (c == Collective::reducescatter) return {b.in(), b.in() + l.in_place_offset * e};
-  return {b.in(), b.in()};
-}
-
 Placement measure(Session& s, const BenchOptions& o, Algo a, std::size_t block, bool in_place, BenchTarget& b) {
   const Layout l = layout(o.op, block, s.size(), s.rank());
   const std::size_t e = dtype_size(o.dtype);
-  const auto [in, out] = placed(b, o.op, l, e, in_place);
+  const auto [in, out] = placed(o.op, l, e, in_place, b.in(), b.out());
   std::vector<std::byte> input(l.in_count * e);
   fill_input(o.op, input.data(), block, o.dtype, s.size(), s.rank(), kInputSeed);
   b.write(out, std::vector<std::byte>(l.out_count * e, std::byte{0xff}));  // poisoned: NaN in every dtype

@@ -18,11 +18,7 @@ std::vector<std::byte> run_case(Session& s, const CheckCase& k, Algo a, const st
   const Layout l = layout(k.op, k.block, s.size(), s.rank());
   const std::size_t e = dtype_size(k.t);
   std::vector<std::byte> in(l.in_count * e), out(l.out_count * e, std::byte{0xff});  // poisoned: NaN in every dtype
-  std::byte* src = in.data();
-  std::byte* dst = out.data();
-  if (k.in_place && k.op == Collective::allgather) src = dst + l.in_place_offset * e;
-  else if (k.in_place && k.op == Collective::reducescatter) dst = in.data() + l.in_place_offset * e;
-  else if (k.in_place) dst = in.data();
+  const auto [src, dst] = placed(k.op, l, e, k.in_place, in.data(), out.data());
   std::memcpy(src, input.data(), input.size());
   s.run(k.op, a, src, dst, k.block, k.t, k.redop);
   std::vector<std::byte> result(l.out_count * e);

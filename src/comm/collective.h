@@ -32,4 +32,18 @@ struct Layout {
 };
 Layout layout(Collective c, std::size_t block, int ranks, int rank);
 
+// Where a call reads and writes, given an input buffer `in` and an output buffer `out` of Layout's
+// counts: out of place, in and out apart; in place, the input inside out (allgather), the output
+// inside in (reducescatter), else in alone.
+struct Placed {
+  std::byte* src;
+  std::byte* dst;
+};
+inline Placed placed(Collective c, const Layout& l, std::size_t elem, bool in_place, std::byte* in, std::byte* out) {
+  if (!in_place) return {in, out};
+  if (c == Collective::allgather) return {out + l.in_place_offset * elem, out};
+  if (c == Collective::reducescatter) return {in, in + l.in_place_offset * elem};
+  return {in, in};
+}
+
 }  // namespace kl::comm

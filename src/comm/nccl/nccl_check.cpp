@@ -15,11 +15,7 @@ int run_nccl_check(Session& s, const CheckOptions& o) {
     const std::size_t e = dtype_size(k.t);
     DeviceBuffer in(l.in_count * e), out(l.out_count * e);
     check_cuda(cudaMemset(out.p, 0xff, l.out_count * e), "cudaMemset");  // poisoned: NaN in every dtype
-    std::byte* src = in.p;
-    std::byte* dst = out.p;
-    if (k.in_place && k.op == Collective::allgather) src = dst + l.in_place_offset * e;
-    else if (k.in_place && k.op == Collective::reducescatter) dst = in.p + l.in_place_offset * e;
-    else if (k.in_place) dst = in.p;
+    const auto [src, dst] = placed(k.op, l, e, k.in_place, in.p, out.p);
     check_cuda(cudaMemcpy(src, input.data(), input.size(), cudaMemcpyHostToDevice), "cudaMemcpy to the device");
     if (a == Algo::library) nccl_library(nccl.comm, nccl.stream, tp, k.op, src, dst, k.block, k.t, k.redop);
     else run_algorithm(tp, CollectiveContext{++seq}, k.op, a, src, dst, k.block, k.t, k.redop, RingOptions{});
