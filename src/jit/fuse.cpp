@@ -147,6 +147,7 @@ struct ScheduleRun {
     std::ofstream(in, std::ios::binary) << inputs;
     request.file = simulator_program_file(p).string();
     request.args = {fuse_dtype_name(t), schedule, std::to_string(rows), std::to_string(cols), in.string(), out.string()};
+    request.debug_info = false;  // generated, never stepped through; a fault names its kernel and site without it
   }
 };
 

@@ -128,11 +128,12 @@ std::vector<std::string> compile_flags(const RunRequest& r, const fs::path& sour
   // touches each page on the way down, so an overflow faults instead of hitting a neighbour.
   // -fno-strict-aliasing: CUDA programs read memory through other types (float4 over floats);
   // -Wno-psabi: GCC's note on passing 128-byte-aligned structs (CUtensorMap kernel parameters).
-  std::vector<std::string> f = {"-std=" + r.std, "-O1", "-fno-strict-aliasing", "-Wno-psabi", "-g", "-pthread", "-fstack-clash-protection",
+  std::vector<std::string> f = {"-std=" + r.std, "-O1", "-fno-strict-aliasing", "-Wno-psabi", "-pthread", "-fstack-clash-protection",
                                 "-include", dir + "/cuda_sim.h",
                                 "-I", dir + "/shadow", "-I", fs::path(dir).parent_path().string(),
                                 "-I", KERNELAB_SIM_GENERATED, "-I", KERNELAB_SIM_CUDA_INCLUDE, "-I", KERNELAB_SIM_CCCL_INCLUDE,
                                 "-iquote", source.parent_path().string()};
+  if (r.debug_info) f.push_back("-g");
   for (const std::string& d : r.include_dirs) f.insert(f.end(), {"-I", fs::absolute(d).string()});
   f.push_back("-DKERNELAB_SIM_CUDA_ARCH=" + std::to_string(r.cuda_arch));
   for (const std::string& d : r.defines) f.push_back("-D" + d);

@@ -26,6 +26,7 @@ struct RunRequest {
   std::uint64_t profile_l2_bytes = 0;  // the modelled L2 for the DRAM bytes (0: none)
   std::uint64_t profile_blocks = 0;    // count only the first N blocks of each launch (0: all)
   bool program_stdout_to_stderr = false;  // keep our stdout for a JSON report
+  bool debug_info = true;   // -g, for gdb and AddressSanitizer's line numbers (a third of a compile)
   bool verbose = false;     // print the compile command and whether the cache served it
   bool no_cache = false;
 };
