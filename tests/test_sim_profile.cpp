@@ -538,6 +538,27 @@ TEST(SimProfile, SampledGridsSayByHowMuch) {
   EXPECT_EQ(sum(r, kStReq), 32768) << "scaled back to the whole grid";
 }
 
+// With no shape, the op's profile cases (the report's shapes) instead of its default problem, which
+// for gemm took the simulator over 9 minutes.
+TEST(SimProfile, NoShapeProfilesTheOpsProfileCases) {
+  const kl::Op& op = kl::find_op("bias_gelu");
+  const auto cases = op.profile_cases(op);
+  const Outcome r = kernelab("sim profile bias_gelu --json");
+  ASSERT_EQ(r.code, 0) << r.err;
+  const json p = json::parse(r.out);
+  ASSERT_TRUE(p.contains("cases")) << r.out;
+  ASSERT_EQ(p["cases"].size(), cases.size());
+  for (std::size_t i = 0; i < cases.size(); ++i) {
+    EXPECT_EQ(p["cases"][i]["problem"], cases[i].label());
+    EXPECT_EQ(p["cases"][i]["dtype"], kl::dtype_name(cases[i].dtype));
+    EXPECT_FALSE(p["cases"][i]["rungs"].empty());
+  }
+  const Outcome text = kernelab("sim profile bias_gelu");
+  ASSERT_EQ(text.code, 0) << text.err;
+  EXPECT_NE(text.out.find("no shape given"), std::string::npos) << text.out;
+  EXPECT_NE(text.out.find(cases.front().label()), std::string::npos) << text.out;
+}
+
 TEST(SimProfile, BadInputIsRefused) {
   EXPECT_EQ(kernelab("sim profile no_such_op").code, 2);
   EXPECT_EQ(kernelab("sim profile transpose --gpu no_such_gpu").code, 2);
