@@ -230,6 +230,8 @@ def read_sim(path):
         rungs = doc["rungs"]
     elif isinstance(doc.get("kernels"), list):
         rungs = [{"variant": None, "config": None, "sampled_blocks": None, "kernels": doc["kernels"]}]
+    elif isinstance(doc.get("cases"), list):  # sim profile with no shape: one profile per case, ncu ran one problem
+        raise InputError(f"{path}: profiles of several problems ('cases'); run `sim profile` with the shape ncu ran")
     else:
         raise InputError(f"{path}: expected a 'rungs' list (sim profile) or a 'kernels' list (sim run --profile)")
     kernels = []

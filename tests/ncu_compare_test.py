@@ -340,6 +340,7 @@ class NcuCompareTest(unittest.TestCase):
         cases = [
             (self.write("bad.json", "{not json"), good_csv, "not JSON"),
             (self.write("shape.json", '{"rows": 1}'), good_csv, "'rungs' list"),
+            (self.write("cases.json", '{"op": "softmax", "cases": [{"rungs": []}]}'), good_csv, "with the shape ncu ran"),
             (self.write("nometrics.json", '{"kernels": [{"name": "k"}]}'), good_csv, "no 'metrics'"),
             (self.sim, self.write("noheader.csv", "==PROF== Connected\n==ERROR== Failed to find metric x.sum\n"),
              "Failed to find metric"),
