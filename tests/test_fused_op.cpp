@@ -4,6 +4,9 @@
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
+#include <map>
+#include <nlohmann/json.hpp>
+
 #include "bad_input.h"
 #include "cli_util.h"
 #include "kernelab/device.h"
@@ -100,6 +103,26 @@ TEST(FusedOp, CheckBenchAndSweepWalkItFromTheCommandLine) {
   const kl::test::CliResult bad = kl::test::run_kernelab("check fused --backend cpu --expr 'y = exp(x'");
   EXPECT_EQ(bad.code, 2);
   EXPECT_THAT(bad.err, HasSubstr("column"));
+}
+
+// `sim profile fused`: the generated programs' profiling builds, counted into kernelab's profile:
+// the unfused chain writes and reads back every intermediate, the fused kernel reads each input once.
+TEST(FusedOp, TheSimulatorProfilerCountsBothSchedules) {
+  const kl::test::CliResult r =
+      kl::test::run_kernelab("sim profile fused --expr rmsnorm_residual --dtype bf16 --rows 64 --cols 1024 --json");
+  ASSERT_EQ(r.code, 0) << r.err;
+  const nlohmann::json p = nlohmann::json::parse(r.out);
+  std::map<std::string, nlohmann::json> rungs;
+  for (const nlohmann::json& x : p.at("rungs")) rungs[x.at("variant")] = x;
+  ASSERT_EQ(rungs.count("cuda_fused"), 1u) << r.out;
+  ASSERT_EQ(rungs.count("cuda_unfused"), 1u) << r.out;
+  for (const auto& [name, x] : rungs) {
+    EXPECT_TRUE(x.at("checked").get<bool>()) << name;
+    EXPECT_FALSE(x.at("kernels").empty()) << name;
+  }
+  EXPECT_NEAR(rungs["cuda_fused"].at("model_dram_over_min").get<double>(), 1.0, 0.01);
+  EXPECT_GT(rungs["cuda_unfused"].at("model_dram_over_min").get<double>(), 1.5);
+  EXPECT_GT(rungs["cuda_unfused"].at("kernels").size(), rungs["cuda_fused"].at("kernels").size());
 }
 
 }  // namespace

@@ -179,6 +179,22 @@ std::string simulate_schedule(const Program& p, FuseDType t, const std::string& 
   return slurp(run.out);
 }
 
+std::string simulate_schedule_profiled(const Program& p, FuseDType t, const std::string& schedule, int64_t rows, int64_t cols,
+                                       const std::string& inputs) {
+  ScheduleRun run(p, t, schedule, rows, cols, inputs);
+  const sim::ProfileOptions options = sim::profile_options();
+  run.request.profile = true;
+  run.request.profile_l2_bytes = options.l2_bytes;
+  run.request.profile_blocks = options.max_blocks;
+  std::vector<sim::LaunchProfile> launches;
+  const int code = sim::run_program(run.request, &launches);
+  if (code != 0)
+    runtime_failure("fuse: the " + schedule + " schedule failed in the simulator's profiling build (exit " + std::to_string(code) +
+                    "; its messages are above)");
+  sim::profile_add(launches);
+  return slurp(run.out);
+}
+
 std::vector<std::vector<double>> fuse_inputs(const Program& p, const FuseRequest& q) {
   Rng rng(q.seed);
   std::vector<std::vector<double>> inputs;

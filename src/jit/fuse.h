@@ -66,6 +66,11 @@ FuseReport run_fuse(const FuseRequest& request);
 // when the run fails, a race found included.
 std::string simulate_schedule(const Program& p, FuseDType t, const std::string& schedule, int64_t rows, int64_t cols,
                               const std::string& inputs, bool race_check = false);
+// The same on the program's profiling build (`sim run --profile`), for the profile in progress
+// in this process: run with its modelled L2 and block sampling, its launches added to it
+// (sim::profile_add). RuntimeFailure when the run fails.
+std::string simulate_schedule_profiled(const Program& p, FuseDType t, const std::string& schedule, int64_t rows, int64_t cols,
+                                       const std::string& inputs);
 
 // The inputs as generated for a request (float64 values, already rounded to the dtype): uniform
 // in [-2, 2] with |x| >= 1/64 (never zero), or [0.5, 2] for an input that log, sqrt or rsqrt

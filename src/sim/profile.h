@@ -86,6 +86,11 @@ void profile_begin(const ProfileOptions& options);
 // The launches since profile_begin, with the L2's remaining dirty sectors written back.
 std::vector<LaunchProfile> profile_end();
 bool profiling();
+// The options of the profile in progress (the defaults when none is).
+ProfileOptions profile_options();
+// Launches a `sim run --profile` program counted in its own process (its L2 empty at its start
+// and written back at its end), added to the profile in progress after this process's own.
+void profile_add(const std::vector<LaunchProfile>& launches);
 
 struct Metric {
   const char* name;  // ncu's name where ncu has the metric; sim__ and model__ are ours

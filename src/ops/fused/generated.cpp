@@ -29,12 +29,15 @@ jit::GpuBuffers buffers(const Args& a) {
 
 #if KERNELAB_HAVE_FUSE
 // The simulator's tensors are host memory: their bytes go to the program and come back.
-void simulate(const Problem& problem, const Args& a, const char* schedule) {
+// `profiled`: the program's profiling build, its launches counted into this process's profile (`sim profile`).
+void simulate(const Problem& problem, const Args& a, const char* schedule, bool profiled) {
   const FusedParams& f = problem.as<FusedParams>();
   std::string inputs;
   for (const Tensor& t : a.in) inputs.append(static_cast<const char*>(t.data()), t.nbytes());
   // The program runs in its own process: this one's race check (`check --race-check`, the tests') goes with it.
-  const std::string outputs = jit::simulate_schedule(f.program, f.dtype, schedule, f.rows, f.cols, inputs, sim::options().race_check);
+  const std::string outputs =
+      profiled ? jit::simulate_schedule_profiled(f.program, f.dtype, schedule, f.rows, f.cols, inputs)
+               : jit::simulate_schedule(f.program, f.dtype, schedule, f.rows, f.cols, inputs, sim::options().race_check);
   std::size_t at = 0;
   for (Tensor& t : a.out) {
     if (at + t.nbytes() > outputs.size()) runtime_failure(std::string("fused: the ") + schedule + " schedule wrote too few outputs");
@@ -64,7 +67,8 @@ Variant generated_variant(const char* name, bool fused, const char* note) {
     jit::run_on_gpu(f.program, f.dtype, fused, f.rows, f.cols, buffers(a));
   };
 #if KERNELAB_HAVE_FUSE
-  c.sim_run = [fused](const Problem& p, const Args& a) { simulate(p, a, fused ? "fused" : "unfused"); };
+  c.sim_run = [fused](const Problem& p, const Args& a) { simulate(p, a, fused ? "fused" : "unfused", false); };
+  c.sim_profile_run = [fused](const Problem& p, const Args& a) { simulate(p, a, fused ? "fused" : "unfused", true); };
 #endif
   v.configs = {std::move(c)};
   return v;

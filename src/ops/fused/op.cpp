@@ -112,6 +112,10 @@ Op make_fused_op() {
       out.push_back(make_problem(self, DType::bf16, {{"rows", 4096}, {"cols", 4096}}, {{"expr", e.name}}));
     return out;
   };
+  // Small enough to profile in seconds: the unfused chain's intermediates against one read of each input.
+  op.profile_cases = [](const Op& self) {
+    return std::vector<Problem>{make_problem(self, DType::bf16, {{"rows", 64}, {"cols", 1024}}, {{"expr", "rmsnorm_residual"}})};
+  };
   // `kernelab fuse`'s: a few roundings of the dtype (the unfused chain rounds every intermediate).
   op.tolerance = [](const Problem& p) { return jit::fuse_tolerance(fuse_dtype(p.dtype)); };
   op.error_per_row = false;

@@ -571,6 +571,16 @@ bool profiling() {
   return detail::session != nullptr;
 }
 
+ProfileOptions profile_options() {
+  std::lock_guard lock(detail::session_mutex);
+  return detail::session ? detail::session->options : ProfileOptions{};
+}
+
+void profile_add(const std::vector<LaunchProfile>& launches) {
+  std::lock_guard lock(detail::session_mutex);
+  if (detail::session) detail::session->launches.insert(detail::session->launches.end(), launches.begin(), launches.end());
+}
+
 const std::vector<MetricDefinition>& profile_metric_definitions() {
   static const std::vector<MetricDefinition> d = {
       {"l1tex__t_requests_pipe_lsu_mem_global_op_ld.sum", "global load instructions (warp-level) with at least one active lane"},
