@@ -123,6 +123,13 @@ TEST(FusedOp, TheSimulatorProfilerCountsBothSchedules) {
   EXPECT_NEAR(rungs["cuda_fused"].at("model_dram_over_min").get<double>(), 1.0, 0.01);
   EXPECT_GT(rungs["cuda_unfused"].at("model_dram_over_min").get<double>(), 1.5);
   EXPECT_GT(rungs["cuda_unfused"].at("kernels").size(), rungs["cuda_fused"].at("kernels").size());
+  // bf16 rows staged in fp32 for the second pass, 8 floats a lane: swizzled, no bank conflict (2-way before).
+  for (const nlohmann::json& k : rungs["cuda_fused"].at("kernels")) {
+    const nlohmann::json& m = k.at("metrics");
+    EXPECT_GT(m.at("l1tex__data_pipe_lsu_wavefronts_mem_shared_op_st.sum").get<double>(), 0) << "the rows are staged";
+    EXPECT_EQ(m.at("l1tex__data_bank_conflicts_pipe_lsu_mem_shared_op_ld.sum").get<double>(), 0);
+    EXPECT_EQ(m.at("l1tex__data_bank_conflicts_pipe_lsu_mem_shared_op_st.sum").get<double>(), 0);
+  }
 }
 
 }  // namespace

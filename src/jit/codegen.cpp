@@ -39,7 +39,7 @@ std::string safe(const std::string& name) {
       "expf", "logf", "sqrtf", "rsqrtf", "tanhf", "erff", "fmaxf", "fminf", "threadIdx", "blockIdx", "blockDim", "gridDim",
       "warpSize", "partial", "std", "printf", "assert", "nullptr", "NULL", "INFINITY", "NAN",
       // the fused kernel's 16-byte path
-      "k", "c0", "vec", "V", "ld_vec", "st_vec", "ld_stage", "st_stage", "float2", "float4", "uint4", "make_float4"};
+      "k", "c0", "vec", "V", "ld_vec", "st_vec", "ld_stage", "st_stage", "stage_swap", "float2", "float4", "uint4", "make_float4"};
   const bool ours = name.rfind("kl_", 0) == 0 || name.rfind("in_", 0) == 0 || name.rfind("out_", 0) == 0 ||
                     name.rfind("acc", 0) == 0 || name.rfind("__", 0) == 0 ||
                     (name.size() > 1 && name[0] == 't' && std::all_of(name.begin() + 1, name.end(), ::isdigit));
@@ -155,13 +155,19 @@ std::string helpers(FuseDType t) {
            "  *reinterpret_cast<uint4*>(p) = q;\n}\n";
       break;
   }
-  s += R"(// A staged input's V floats (V a multiple of 4) by 16-byte shared-memory accesses.
-__device__ __forceinline__ void st_stage(float* s, const float* v) {
-  for (int i = 0; i < V; i += 4) *reinterpret_cast<float4*>(s + i) = make_float4(v[i], v[i + 1], v[i + 2], v[i + 3]);
+  s += R"(// A staged input's V floats (V a multiple of 4) at column c0, by 16-byte shared-memory accesses.
+// With V = 8 (16-bit dtypes) a lane's two float4 halves swap places in every other group of 4
+// lanes: the 8 lanes of a 16-byte access's phase then cover all 32 banks, where in place lanes 4
+// apart would share 4 banks (a 2-way conflict on every stage store and load).
+__device__ __forceinline__ int stage_swap(int c0) { return V == 8 ? (c0 / V >> 2 & 1) * 4 : 0; }
+__device__ __forceinline__ void st_stage(float* s, int c0, const float* v) {
+  const int swap = stage_swap(c0);
+  for (int i = 0; i < V; i += 4) *reinterpret_cast<float4*>(s + (i ^ swap)) = make_float4(v[i], v[i + 1], v[i + 2], v[i + 3]);
 }
-__device__ __forceinline__ void ld_stage(const float* s, float* v) {
+__device__ __forceinline__ void ld_stage(const float* s, int c0, float* v) {
+  const int swap = stage_swap(c0);
   for (int i = 0; i < V; i += 4) {
-    const float4 q = *reinterpret_cast<const float4*>(s + i);
+    const float4 q = *reinterpret_cast<const float4*>(s + (i ^ swap));
     v[i] = q.x, v[i + 1] = q.y, v[i + 2] = q.z, v[i + 3] = q.w;
   }
 }
@@ -319,12 +325,12 @@ std::string fused_kernel(const Program& p) {
           s += fmt::format("      float {}[V];\n", v);
           if (!slot.count(n.input)) {
             s += fmt::format("      ld_vec(&{}[{}], {});\n", ptr, at, v);
-          } else if (*passes_of_input[n.input].begin() == pass) {  // 16-byte shared stores: no bank conflict
+          } else if (*passes_of_input[n.input].begin() == pass) {  // 16-byte shared stores, swizzled: no bank conflict
             s += fmt::format("      ld_vec(&{}[{}], {});\n", ptr, at, v);
-            s += fmt::format("      if (staged) st_stage(&stage[{} * cols + c0], {});  // a later pass reads it here\n", slot[n.input], v);
+            s += fmt::format("      if (staged) st_stage(&stage[{} * cols + c0], c0, {});  // a later pass reads it here\n", slot[n.input], v);
           } else {
-            s += fmt::format("      if (staged) ld_stage(&stage[{} * cols + c0], {});\n      else ld_vec(&{}[{}], {});\n", slot[n.input], v,
-                             ptr, at, v);
+            s += fmt::format("      if (staged) ld_stage(&stage[{} * cols + c0], c0, {});\n      else ld_vec(&{}[{}], {});\n", slot[n.input],
+                             v, ptr, at, v);
           }
         }
         if (pass == passes)
