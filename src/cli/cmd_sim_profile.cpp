@@ -1,6 +1,6 @@
 // `kernelab sim profile OP [shape] [--variant V] [--gpu NAME] [--json]`: every CUDA rung of an op
-// run once on the simulator's profiling build (on the op's profile cases when no shape is given), with ncu's memory metrics, the modelled DRAM bytes
-// against the op's fewest, and a modelled time.
+// run once on the simulator's profiling build (on the op's profile cases when no shape is given),
+// with ncu's memory metrics, the modelled DRAM bytes against the op's fewest, and a modelled time.
 #if KERNELAB_HAVE_SIM
 #include <fmt/format.h>
 #include <unistd.h>
@@ -158,11 +158,11 @@ void add_sim_profile(CLI::App& sim) {
     DeviceSet devs = open_devices({Backend::sim});
     if (devs.present.empty()) runtime_failure("backend " + devs.absent.front());
     const bool progress = isatty(2);  // a large problem takes minutes: say which rung is running
+    const sim::ProfileOptions options{std::uint64_t(gpu.l2_bytes.value), sample_blocks};
     std::vector<ProblemProfile> profiled;
     for (const Problem& p : problems) {
       ProblemProfile pp{p, {}, {}};
       const Prepared prep = prepare(op, p, seed);
-      const sim::ProfileOptions options{std::uint64_t(gpu.l2_bytes.value), sample_blocks};
       for (const Variant* v : chosen_variants(op, variants)) {
         if (v->backend != Backend::cuda || v->peer) continue;  // a library peer's kernels are not ours to count
         for (const Config* c : chosen_configs(*v, configs, false)) {

@@ -151,14 +151,24 @@ struct ScheduleRun {
   }
 };
 
+// The run on the program's profiling build: its launches (its outputs in run.out).
+std::vector<sim::LaunchProfile> run_profiled(ScheduleRun& run, const std::string& schedule, std::uint64_t l2_bytes,
+                                             std::uint64_t blocks) {
+  run.request.profile = true;
+  run.request.profile_l2_bytes = l2_bytes;
+  run.request.profile_blocks = blocks;
+  std::vector<sim::LaunchProfile> launches;
+  const int code = sim::run_program(run.request, &launches);
+  if (code != 0)
+    runtime_failure("fuse: the " + schedule + " schedule failed in the simulator's profiling build (exit " + std::to_string(code) +
+                    "; its messages are above)");
+  return launches;
+}
+
 ScheduleTraffic profile_schedule(const Program& p, FuseDType t, const std::string& schedule, int64_t rows, int64_t cols,
                                  const std::string& inputs) {
   ScheduleRun run(p, t, schedule, rows, cols, inputs);
-  run.request.profile = true;
-  run.request.profile_l2_bytes = std::uint64_t(modelled_l2_bytes());
-  std::vector<sim::LaunchProfile> launches;
-  if (sim::run_program(run.request, &launches) != 0)
-    runtime_failure("fuse: the " + schedule + " schedule failed in the simulator's profiling build");
+  const std::vector<sim::LaunchProfile> launches = run_profiled(run, schedule, std::uint64_t(modelled_l2_bytes()), 0);
   ScheduleTraffic traffic;
   for (const sim::LaunchProfile& l : launches) {
     const sim::ProfileCounts& c = l.counts;
@@ -183,15 +193,7 @@ std::string simulate_schedule_profiled(const Program& p, FuseDType t, const std:
                                        const std::string& inputs) {
   ScheduleRun run(p, t, schedule, rows, cols, inputs);
   const sim::ProfileOptions options = sim::profile_options();
-  run.request.profile = true;
-  run.request.profile_l2_bytes = options.l2_bytes;
-  run.request.profile_blocks = options.max_blocks;
-  std::vector<sim::LaunchProfile> launches;
-  const int code = sim::run_program(run.request, &launches);
-  if (code != 0)
-    runtime_failure("fuse: the " + schedule + " schedule failed in the simulator's profiling build (exit " + std::to_string(code) +
-                    "; its messages are above)");
-  sim::profile_add(launches);
+  sim::profile_add(run_profiled(run, schedule, options.l2_bytes, options.max_blocks));
   return slurp(run.out);
 }
 
