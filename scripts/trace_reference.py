@@ -33,6 +33,7 @@ OLD_CATS = {"Kernel": "kernel", "Memcpy": "gpu_memcpy", "Memset": "gpu_memset", 
 LAUNCH_NAMES = {"cudaLaunchKernel", "cudaLaunchKernelExC", "cudaMemcpyAsync", "cudaMemsetAsync", "cuLaunchKernel",
                 "cuLaunchKernelEx", "hipLaunchKernel", "hipExtLaunchKernel", "hipModuleLaunchKernel",
                 "hipExtModuleLaunchKernel", "hipMemcpyAsync", "hipMemsetAsync"}
+SLOW_CALL_NS = 1_000_000  # src/trace/analysis.h kSlowCallNs
 SYNC_NAMES = {"cudaDeviceSynchronize", "cudaStreamSynchronize", "cudaEventSynchronize", "hipDeviceSynchronize",
               "hipStreamSynchronize", "hipEventSynchronize"}
 # hta/utils/utils.py
@@ -306,7 +307,7 @@ def reference(path, kernel_wait_us=30.0, gap_us=100.0, chunks=10, steps="all"):
     for h in host:
         if h["cat"] in ("cuda_runtime", "cuda_driver") and h["corr"] != -1 and h["name"] in LAUNCH_NAMES:
             launch[h["corr"]] = h
-    delays, short, short_ops, kernels_paired = [], 0, 0, 0
+    delays, short, short_ops, kernels_paired, slow_launch = [], 0, 0, 0, 0
     for o in gpu:
         c = launch.get(o["corr"]) if o["corr"] != -1 and o["stream"] != -1 else None
         if c is None:
@@ -316,10 +317,12 @@ def reference(path, kernel_wait_us=30.0, gap_us=100.0, chunks=10, steps="all"):
         if o["kind"] == "kernel":
             kernels_paired += 1
             short += o["dur"] < c["dur"]
+            slow_launch += o["dur"] < c["dur"] and c["dur"] > SLOW_CALL_NS
     delays.sort()
     out["median_launch_delay_us"] = us(quantile(delays, 0.5)) if delays else None
     out["launch"] = {"pairs": len(delays), "p90_delay_us": us(quantile(delays, 0.9)) if delays else None,
-                     "kernels": kernels_paired, "short_kernels": short, "short_ops": short_ops}
+                     "kernels": kernels_paired, "short_kernels": short, "short_ops": short_ops,
+                     "short_kernels_slow_launch": slow_launch}
     sync = defaultdict(lambda: {"calls": 0, "blocked_us": 0.0})
     for h in host:
         if h["cat"] == "cuda_runtime" and h["name"] in SYNC_NAMES:
@@ -327,6 +330,23 @@ def reference(path, kernel_wait_us=30.0, gap_us=100.0, chunks=10, steps="all"):
             sync[h["name"]]["blocked_us"] += us(h["dur"])
     out["sync"] = {"calls": dict(sync)}
     out["memory"] = memory
+
+    # CUDA API calls over SLOW_CALL_NS with under a tenth of their time covered by any GPU op (none
+    # in a trace without GPU ops: no idle GPU to speak of).
+    any_gpu = merge([(o["ts"], o["end"]) for o in gpu])
+    calls = sorted((h for h in host if h["cat"] in ("cuda_runtime", "cuda_driver") and any_gpu), key=lambda h: h["ts"])
+    slow = [h for h in calls if h["dur"] > SLOW_CALL_NS and intersection(any_gpu, [[h["ts"], h["end"]]]) < h["dur"] // 10]
+    slow_merged = merge([(h["ts"], h["end"]) for h in slow])
+    idle_covered = {}
+    if slow:
+        for dev, ops in sorted(by_dev.items()):
+            busy = merge([(o["ts"], o["end"]) for o in ops])
+            idle_covered[str(dev)] = us(intersection(slow_merged, [[busy[0][0], busy[-1][1]]]) - intersection(slow_merged, busy))
+    first_gpu = any_gpu[0][0] if any_gpu else 0
+    out["slow_api_calls"] = {
+        "calls": len(slow), "total_us": us(sum(h["dur"] for h in slow)), "idle_covered_us": idle_covered,
+        "longest": [{"name": h["name"], "dur_us": us(h["dur"]), "from_first_gpu_op_us": us(h["ts"] - first_gpu)}
+                    for h in sorted(slow, key=lambda h: -h["dur"])[:3]]}
     return out
 
 

@@ -150,6 +150,66 @@ TEST(TraceAnalyze, FindingsRankedByTimeAtStake) {
   for (size_t i = 1; i < r.findings.size(); ++i) EXPECT_GE(r.findings[i - 1].impact, r.findings[i].impact);
 }
 
+// slow_calls.json, in us: cudaGetDeviceCount [0,5000) (the first call); a "warmup" annotation
+// [5000,9000) holding cudaLaunchKernel [5100,7100) -> k_warm [7200,7210) and cudaMalloc
+// [7300,8800); a "measure" annotation [9000,10500) holding launches at 9010 -> k_main
+// [9020,10400) and 9100 -> k_tail [10400,10402) (5 us each) and cudaStreamSynchronize
+// [9110,10402), over 1 ms but covered by the kernels: the GPU's time, not the driver's.
+TEST(TraceAnalyze, SlowApiCallsWithTheGpuIdleAreDriverTimeNotLaunchOverhead) {
+  const Report r = analyze(load_trace_file(data("slow_calls.json")));
+  const SlowCalls& s = r.slow_calls;
+  EXPECT_EQ(s.calls, 3u);
+  EXPECT_EQ(s.total, 8'500'000);
+  ASSERT_EQ(s.longest.size(), 3u);
+  EXPECT_EQ(s.longest[0].name, "cudaGetDeviceCount");
+  EXPECT_NE(s.longest[0].why.find("first CUDA call"), std::string::npos) << s.longest[0].why;
+  EXPECT_EQ(s.longest[0].from_first_gpu_op, -7'200'000);
+  EXPECT_NE(s.longest[1].why.find("module"), std::string::npos) << s.longest[1].why;
+  EXPECT_NE(s.longest[2].why.find("allocator"), std::string::npos) << s.longest[2].why;
+  // Device idle: span [7200,10402) less 1392 busy = 1810; cudaMalloc fills [7300,8800) of it.
+  EXPECT_EQ(r.devices.at(0).idle(), 1'810'000);
+  EXPECT_EQ(s.idle_covered.at(0), 1'500'000);
+  // k_warm (10 us) is short against its 2 ms launch, k_tail (2 us) against its 5 us one.
+  EXPECT_EQ(r.launch.short_kernels, 2u);
+  EXPECT_EQ(r.launch.short_kernels_slow_launch, 1u);
+  EXPECT_EQ(r.launch.short_slow_launch_cpu, 2'000'000);
+  EXPECT_EQ(r.launch.short_slow_launch_gpu, 10'000);
+  ASSERT_GE(r.findings.size(), 3u);
+  EXPECT_EQ(r.findings[0].kind, "slow_api_calls");
+  EXPECT_EQ(r.findings[0].impact, 8'500'000);
+  for (const Finding& f : r.findings) {
+    if (f.kind == "idle") {
+      EXPECT_NE(f.text.find("83% of it inside CUDA API calls over 1 ms"), std::string::npos) << f.text;
+      EXPECT_EQ(f.text.find("CUDA Graphs"), std::string::npos) << f.text;
+    }
+    if (f.kind == "short_kernels") {
+      EXPECT_EQ(f.text.find("1 of 3 kernels (33%) run shorter on the GPU than their launch call on the CPU (2 us of GPU time "
+                            "against 5 us of launch calls"),
+                0u)
+          << f.text;
+      EXPECT_NE(f.text.find("1 more whose launch took over 1 ms (2 ms in all) left out"), std::string::npos) << f.text;
+    }
+  }
+  // A window of the measured phase keeps neither the start-up calls nor k_warm.
+  TraceData measured = load_trace_file(data("slow_calls.json"));
+  const StepSelection sel = select_window(measured, "measure");
+  EXPECT_TRUE(sel.filtered);
+  EXPECT_NE(sel.what.find("the 1 user annotation whose name contains it"), std::string::npos) << sel.what;
+  const Report m = analyze(measured);
+  EXPECT_EQ(m.kernel_count(), 2u);
+  EXPECT_EQ(m.slow_calls.calls, 0u);
+  for (const Finding& f : m.findings) EXPECT_NE(f.kind, "slow_api_calls");
+  // The warm-up window: its first call is not the trace's first, so no context is claimed.
+  TraceData warm = load_trace_file(data("slow_calls.json"));
+  select_window(warm, "warmup");
+  const Report w = analyze(warm);
+  EXPECT_EQ(w.kernel_count(), 1u);
+  ASSERT_EQ(w.slow_calls.calls, 2u);
+  EXPECT_EQ(w.slow_calls.longest[0].name, "cudaLaunchKernel");
+  TraceData none = load_trace_file(data("slow_calls.json"));
+  EXPECT_THROW(select_window(none, "backward"), kl::BadInput);
+}
+
 // PyTorch 1.8-1.9 spelled Kineto's categories "Kernel", "Memcpy", "Memset", "Runtime", "Operator":
 // the same events under those names give the same analysis (the published ResNet-50 samples use them).
 TEST(TraceAnalyze, PyTorch19CategorySpellingsGiveTheSameReport) {

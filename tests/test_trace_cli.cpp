@@ -84,6 +84,31 @@ TEST(TraceCli, StepsRangeKeepsThoseStepsAndBadWindowsSayWhy) {
   EXPECT_NE(none.out.find("every event: 0 profiler steps"), std::string::npos) << none.out;
 }
 
+// --window keeps an annotated phase; a text no annotation holds exits 2 naming the annotations.
+TEST(TraceCli, WindowKeepsAnAnnotatedPhase) {
+  const Result r = run("trace analyze --json --window measure " + kTraces + "slow_calls.json");
+  ASSERT_EQ(r.code, 0) << r.err;
+  const nlohmann::json j = nlohmann::json::parse(r.out);
+  EXPECT_EQ(j["kernel_count"], 2);
+  EXPECT_EQ(j["window"]["text"], "measure");
+  EXPECT_EQ(j["slow_api_calls"]["calls"], 0);
+  const Result all = run("trace analyze --json " + kTraces + "slow_calls.json");
+  ASSERT_EQ(all.code, 0) << all.err;
+  const nlohmann::json a = nlohmann::json::parse(all.out);
+  EXPECT_EQ(a["window"], nullptr);
+  EXPECT_EQ(a["slow_api_calls"]["calls"], 3);
+  EXPECT_EQ(a["findings"][0]["kind"], "slow_api_calls");
+  const Result bad = run("trace analyze --window backward " + kTraces + "slow_calls.json");
+  EXPECT_EQ(bad.code, 2);
+  EXPECT_NE(bad.err.find("--window 'backward': no user annotation's name contains it; the trace has 2 annotation names: "
+                         "'[bench]|measure|forward' (1x), '[bench]|warmup|forward' (1x)"),
+            std::string::npos)
+      << bad.err;
+  const Result ranks = run("trace analyze --window measure " + kTraces + "slow_calls.json " + kTraces + "two_steps.json");
+  EXPECT_EQ(ranks.code, 2);
+  EXPECT_NE(ranks.err.find("--window: applies to one trace"), std::string::npos) << ranks.err;
+}
+
 // analyze and diff carry the memory peaks and the GPU metrics in their JSON.
 TEST(TraceCli, MemoryAndGpuMetricsInJson) {
   const Result a = run("trace analyze --json " + kTraces + "memory.json");

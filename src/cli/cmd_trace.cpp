@@ -255,11 +255,15 @@ struct AnalyzeFlags {
   int top = 10;
   bool json = false;
   std::string steps = "all";
+  std::string window;
   void attach(CLI::App& sub) {
     sub.add_option("--steps", steps,
                    "all (every event), complete (HTA's default: the events of the profiler steps before the last one) "
                    "or A-B (ProfilerStep#A to #B)")
         ->capture_default_str();
+    sub.add_option("--window", window,
+                   "only the host events inside the user annotations (record_function, NVTX ranges) whose name contains this "
+                   "text, and the GPU ops they launched: e.g. a measured phase after a warm-up; after --steps");
     sub.add_option("--top", top, "kernels listed (0: all)")->check(CLI::NonNegativeNumber)->capture_default_str();
     sub.add_option("--kernel-wait-us", opt.kernel_wait_us, "idle breakdown: a gap shorter than this (us) is kernel wait")
         ->check(CLI::NonNegativeNumber)->capture_default_str();
@@ -291,6 +295,7 @@ void add_trace(CLI::App& app) {
   analyze_cmd->callback([] {
     if (files.size() > 1 || std::filesystem::is_directory(files[0])) {
       if (!cp_spec.empty()) bad_input("--critical-path: applies to one trace, not to several ranks' traces");
+      if (!af.window.empty()) bad_input("--window: applies to one trace, not to several ranks' traces");
       return analyze_ranks_command(files, af.steps, af.top, af.json);
     }
     const std::string& file = files[0];
@@ -303,10 +308,12 @@ void add_trace(CLI::App& app) {
     const GpuMetrics metrics = gpu_metrics(t);
     const std::vector<DeviceMemory> memory = memory_peaks(t);
     const StepSelection sel = select_steps(t, window);
+    const std::optional<StepSelection> named = af.window.empty() ? std::nullopt : std::optional(select_window(t, af.window));
     const Report r = analyze(t, af.opt);
     if (af.json) {
       nlohmann::json j = report_json(r, af.top);
       j["steps"] = {{"window", af.steps}, {"found", sel.steps_found}, {"filtered", sel.filtered}, {"kept", sel.what}};
+      j["window"] = named ? nlohmann::json{{"text", af.window}, {"kept", named->what}} : nlohmann::json(nullptr);
       nlohmann::json rows = nlohmann::json::array();
       for (const StepRow& s : table.rows)
         rows.push_back({{"step", s.step}, {"cpu_us", s.cpu_dur / 1e3}, {"kernels", s.kernels}, {"kernel_time_us", s.kernel_time / 1e3},
@@ -320,6 +327,7 @@ void add_trace(CLI::App& app) {
       return;
     }
     fmt::print("steps: {}\n", sel.what);
+    if (named) fmt::print("{}\n", named->what);
     print_report(r, af.top);
     print_steps(table);
     print_gpu_metrics(metrics);
@@ -337,6 +345,7 @@ void add_trace(CLI::App& app) {
     const StepWindow window = parse_steps(df.steps);
     TraceData ta = load_trace_file(file_a), tb = load_trace_file(file_b);
     select_steps(ta, window), select_steps(tb, window);
+    if (!df.window.empty()) select_window(ta, df.window), select_window(tb, df.window);
     const std::vector<DeviceMemory> mem_a = memory_peaks(ta), mem_b = memory_peaks(tb);
     const Report a = analyze(ta, df.opt);
     const Report b = analyze(tb, df.opt);

@@ -1,6 +1,7 @@
 // Where the GPU stood still: gaps in each device's busy time longer than a threshold, with what
 // the CPU was doing meanwhile (Nsight Systems' gpu_gaps), and utilisation per chunk of the span
-// (gpu_time_util).
+// (gpu_time_util); and the CUDA API calls that kept the CPU inside the driver while the GPU had
+// nothing to do (start-up costs).
 #include <algorithm>
 #include <cmath>
 
@@ -52,12 +53,62 @@ void cpu_during(const TraceData& t, const std::vector<size_t>& by_start, Ns a, N
   gap.cpu = std::move(acts);
 }
 
+bool has(std::string_view s, std::string_view part) { return s.find(part) != std::string_view::npos; }
+
+// What a CUDA call does for milliseconds with the GPU idle, from its name and place.
+std::string slow_call_why(std::string_view name, bool first_call) {
+  if (first_call) return "the trace's first CUDA call: a process's first creates its context";
+  if (has(name, "LaunchKernel")) return "a launch with the GPU idle: a kernel's first launch loads its module";
+  if (has(name, "Malloc") || has(name, "Free") || has(name, "MemAlloc") || has(name, "HostAlloc"))
+    return "memory allocated or released: the caching allocator's pool grown or emptied";
+  return "";
+}
+
+// kSlowCallNs's calls, and how much of each device's idle time they fill.
+void slow_api_calls(const TraceData& t, const std::map<int64_t, std::vector<Interval>>& busy, Report& r) {
+  const HostEvents& h = t.host;
+  std::vector<size_t> calls;
+  for (size_t i = 0; i < h.size(); ++i)
+    if (h.kind[i] == HostKind::runtime || h.kind[i] == HostKind::driver) calls.push_back(i);
+  if (calls.empty() || t.gpu.size() == 0) return;
+  std::stable_sort(calls.begin(), calls.end(), [&](size_t a, size_t b) { return h.ts[a] < h.ts[b]; });
+  std::vector<Interval> any_gpu;
+  for (const auto& [dev, merged] : busy) any_gpu.insert(any_gpu.end(), merged.begin(), merged.end());
+  any_gpu = merge_intervals(std::move(any_gpu));
+  const Ns first_gpu_op = any_gpu.front().start;
+  SlowCalls& s = r.slow_calls;
+  std::vector<Interval> slow;
+  size_t from = 0;
+  for (size_t i : calls) {
+    if (h.dur[i] <= kSlowCallNs) continue;
+    const Ns end = h.ts[i] + h.dur[i];
+    if (covered_within(any_gpu, h.ts[i], end, from) >= h.dur[i] / 10) continue;
+    ++s.calls;
+    s.total = checked_add(s.total, h.dur[i]);
+    slow.push_back({h.ts[i], end});
+    const std::string& name = t.names[h.name[i]];
+    s.longest.push_back({name, slow_call_why(name, h.ts[i] == t.first_api_call), h.ts[i] - first_gpu_op, h.dur[i]});
+  }
+  std::stable_sort(s.longest.begin(), s.longest.end(), [](const SlowCall& a, const SlowCall& b) { return a.dur > b.dur; });
+  if (s.longest.size() > 3) s.longest.resize(3);
+  if (slow.empty()) return;
+  slow = merge_intervals(std::move(slow));
+  for (const auto& [dev, merged] : busy) {
+    size_t in_span = 0, in_busy = 0;
+    Ns covered_busy = 0;
+    for (const Interval& b : merged) covered_busy += covered_within(slow, b.start, b.end, in_busy);
+    s.idle_covered[dev] = covered_within(slow, merged.front().start, merged.back().end, in_span) - covered_busy;
+  }
+}
+
 }  // namespace
 
 void analyze_gaps(const TraceData& t, Report& r) {
   const Ns threshold = static_cast<Ns>(std::llround(r.options.gap_us * 1000.0));
+  const std::map<int64_t, std::vector<Interval>> busy = busy_per_device(t.gpu);
+  slow_api_calls(t, busy, r);
   std::vector<Gap> gaps;
-  for (const auto& [dev, merged] : busy_per_device(t.gpu)) {
+  for (const auto& [dev, merged] : busy) {
     const Ns first = merged.front().start;
     GapStats& st = r.gap_stats[dev];
     for (size_t i = 1; i < merged.size(); ++i) {

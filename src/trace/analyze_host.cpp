@@ -82,6 +82,11 @@ void launch_stats(const TraceData& t, Report& r) {
       ++L.short_kernels;
       L.short_kernel_gpu = checked_add(L.short_kernel_gpu, g.dur[i]);
       L.short_kernel_cpu = checked_add(L.short_kernel_cpu, h.dur[c]);
+      if (h.dur[c] > kSlowCallNs) {
+        ++L.short_kernels_slow_launch;
+        L.short_slow_launch_gpu = checked_add(L.short_slow_launch_gpu, g.dur[i]);
+        L.short_slow_launch_cpu = checked_add(L.short_slow_launch_cpu, h.dur[c]);
+      }
     }
   }
   L.pairs = delays.size();

@@ -37,7 +37,12 @@ void idle_findings(const Report& r, std::vector<Finding>& out) {
     std::string text = fmt::format("GPU {} idle {:.0f}% of its span ({} of {})", dev, pct(d.idle(), d.span()), format_ns(d.idle()),
                                    format_ns(d.span()));
     const double total = static_cast<double>(hw + kw + ot);
-    if (total > 0) {
+    const auto in_driver = r.slow_calls.idle_covered.find(dev);
+    if (in_driver != r.slow_calls.idle_covered.end() && 2 * in_driver->second >= d.idle()) {
+      text += fmt::format("; {:.0f}% of it inside CUDA API calls over 1 ms with no GPU op running (start-up or allocation, their "
+                          "own finding), not launch overhead",
+                          pct(in_driver->second, d.idle()));
+    } else if (total > 0) {
       text += fmt::format("; of the idle time between ops on its streams, {:.0f}% is host wait, {:.0f}% kernel wait, {:.0f}% other",
                           pct(hw, total), pct(kw, total), pct(ot, total));
       if (hw >= kw && hw >= ot)
@@ -54,13 +59,36 @@ void idle_findings(const Report& r, std::vector<Finding>& out) {
 
 void launch_findings(const Report& r, std::vector<Finding>& out) {
   const LaunchStats& L = r.launch;
-  if (L.short_kernels == 0) return;
-  out.push_back({"short_kernels",
-                 fmt::format("{} of {} kernels ({:.0f}%) run shorter on the GPU than their launch call on the CPU ({} of GPU time "
-                             "against {} of launch calls; median launch delay {}): launch-bound — a CUDA Graph candidate",
-                             L.short_kernels, L.kernels, pct(L.short_kernels, L.kernels), format_ns(L.short_kernel_gpu),
-                             format_ns(L.short_kernel_cpu), format_ns(L.median_delay.value_or(0))),
-                 L.short_kernel_cpu - L.short_kernel_gpu});
+  const uint64_t n = L.short_kernels - L.short_kernels_slow_launch;
+  if (n == 0) return;
+  const Ns gpu = L.short_kernel_gpu - L.short_slow_launch_gpu, cpu = L.short_kernel_cpu - L.short_slow_launch_cpu;
+  std::string text = fmt::format("{} of {} kernels ({:.0f}%) run shorter on the GPU than their launch call on the CPU ({} of GPU time "
+                                 "against {} of launch calls; median launch delay {}",
+                                 n, L.kernels, pct(n, L.kernels), format_ns(gpu), format_ns(cpu), format_ns(L.median_delay.value_or(0)));
+  if (L.short_kernels_slow_launch > 0)
+    text += fmt::format("; {} more whose launch took over 1 ms ({} in all) left out: a first launch loading its module, or a full "
+                        "launch queue",
+                        L.short_kernels_slow_launch, format_ns(L.short_slow_launch_cpu));
+  out.push_back({"short_kernels", text + "): launch-bound — a CUDA Graph candidate", cpu - gpu});
+}
+
+void slow_call_findings(const Report& r, std::vector<Finding>& out) {
+  const SlowCalls& s = r.slow_calls;
+  if (s.calls == 0) return;
+  std::vector<std::string> calls;
+  for (const SlowCall& c : s.longest)
+    calls.push_back(c.why.empty() ? fmt::format("{} {}", c.name, format_ns(c.dur)) : fmt::format("{} {} ({})", c.name, format_ns(c.dur), c.why));
+  std::vector<std::string> idle;
+  for (const auto& [dev, ns] : s.idle_covered)
+    if (ns > 0) idle.push_back(fmt::format("{} of GPU {}'s idle time", format_ns(ns), dev));
+  out.push_back({"slow_api_calls",
+                 fmt::format("{} CUDA API call{} took over 1 ms with no GPU op running ({} in all{}{}); the longest: {}. Time inside "
+                             "the driver, not on the GPU: paid once per process (context, module loading) or when the caching "
+                             "allocator grows (a new peak, torch.cuda.empty_cache()) — profile after warm-up "
+                             "(torch.profiler.schedule's wait and warmup steps) or a later window (--steps A-B, --window NAME)",
+                             s.calls, s.calls == 1 ? "" : "s", format_ns(s.total), idle.empty() ? "" : ", ",
+                             fmt::join(idle, ", "), fmt::join(calls, "; ")),
+                 s.total});
 }
 
 void sync_findings(const Report& r, std::vector<Finding>& out) {
@@ -141,6 +169,7 @@ std::vector<Finding> make_findings(const Report& r) {
     return out;
   }
   idle_findings(r, out);
+  slow_call_findings(r, out);
   launch_findings(r, out);
   sync_findings(r, out);
   memcpy_findings(r, out);

@@ -284,7 +284,10 @@ class Loader {
       }
       case Cat::runtime: case Cat::driver: case Cat::cpu_op: case Cat::user_annotation: {
         HostEvents& h = t_.host;
-        if (c == Cat::runtime || c == Cat::driver) remember_uncorrelated(f, ts, Where::host, h.size());
+        if (c == Cat::runtime || c == Cat::driver) {
+          remember_uncorrelated(f, ts, Where::host, h.size());
+          t_.first_api_call = std::min(t_.first_api_call, ts);
+        }
         h.ts.push_back(ts);
         h.dur.push_back(dur);
         h.correlation.push_back(f.correlation);

@@ -87,7 +87,19 @@ json launch_json(const LaunchStats& L) {
           {"short_kernel_gpu_us", us(L.short_kernel_gpu)},
           {"short_kernel_launch_us", us(L.short_kernel_cpu)},
           {"runtime_over_50us", L.runtime_over_50us},
-          {"delay_over_100us", L.delay_over_100us}};
+          {"delay_over_100us", L.delay_over_100us},
+          {"short_kernels_slow_launch", L.short_kernels_slow_launch},
+          {"short_slow_launch_gpu_us", us(L.short_slow_launch_gpu)},
+          {"short_slow_launch_us", us(L.short_slow_launch_cpu)}};
+}
+
+json slow_calls_json(const SlowCalls& s) {
+  json longest = json::array();
+  for (const SlowCall& c : s.longest)
+    longest.push_back({{"name", c.name}, {"why", c.why}, {"dur_us", us(c.dur)}, {"from_first_gpu_op_us", us(c.from_first_gpu_op)}});
+  json idle = json::object();
+  for (const auto& [dev, ns] : s.idle_covered) idle[std::to_string(dev)] = us(ns);
+  return {{"threshold_us", us(kSlowCallNs)}, {"calls", s.calls}, {"total_us", us(s.total)}, {"longest", longest}, {"idle_covered_us", idle}};
 }
 
 json sync_json(const Report& r) {
@@ -147,6 +159,7 @@ json report_json(const Report& r, int top) {
   j["sync"] = sync_json(r);
   j["overlap"] = overlap_json(r);
   j["gaps"] = gaps_json(r);
+  j["slow_api_calls"] = slow_calls_json(r.slow_calls);
   json findings = json::array();
   for (size_t i = 0; i < r.findings.size(); ++i)
     findings.push_back({{"rank", i + 1}, {"kind", r.findings[i].kind}, {"impact_us", us(r.findings[i].impact)}, {"text", r.findings[i].text}});

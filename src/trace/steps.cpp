@@ -10,6 +10,7 @@
 #include <unordered_set>
 
 #include "kernelab/error.h"
+#include "trace/intervals.h"
 
 namespace kl::trace {
 
@@ -171,6 +172,43 @@ StepSelection select_steps(TraceData& t, const StepWindow& w) {
   keep_launched_by(t, [&](Ns ts) { return ts >= from && ts <= to; });
   sel.filtered = true;
   sel.what = fmt::format("steps {}-{}: host events inside them and the GPU ops they launched", w.first, w.last);
+  return sel;
+}
+
+StepSelection select_window(TraceData& t, std::string_view text) {
+  if (text.empty()) bad_input("--window: expected part of an annotation's name");
+  std::vector<Interval> spans;
+  std::map<std::string, size_t> names;  // every annotation name: the error lists some
+  std::string first;  // the earliest match's name
+  Ns first_ts = std::numeric_limits<Ns>::max();
+  for (size_t i = 0; i < t.host.size(); ++i) {
+    if (t.host.kind[i] != HostKind::user_annotation) continue;
+    const std::string& name = t.names[t.host.name[i]];
+    ++names[name];
+    if (name.find(text) == std::string::npos) continue;
+    spans.push_back({t.host.ts[i], t.host.ts[i] + t.host.dur[i]});
+    if (t.host.ts[i] < first_ts) first_ts = t.host.ts[i], first = name;
+  }
+  if (spans.empty()) {
+    std::vector<std::string> some;
+    for (const auto& [name, n] : names) {
+      if (some.size() == 10) break;
+      some.push_back(fmt::format("'{}' ({}x)", shortened(name, 80), n));
+    }
+    bad_input(fmt::format("--window '{}': no user annotation's name contains it; the trace has {} annotation name{}{}{}", text,
+                          names.size(), names.size() == 1 ? "" : "s", some.empty() ? "" : ": ", fmt::join(some, ", ")));
+  }
+  const size_t found = spans.size();
+  spans = merge_intervals(std::move(spans));
+  keep_launched_by(t, [&](Ns ts) {
+    auto it = std::upper_bound(spans.begin(), spans.end(), ts, [](Ns x, const Interval& s) { return x < s.start; });
+    return it != spans.begin() && ts <= std::prev(it)->end;
+  });
+  StepSelection sel;
+  sel.filtered = true;
+  sel.what = fmt::format("window '{}': host events inside the {} user annotation{} whose name contains it (the first: {}) and the "
+                         "GPU ops they launched",
+                         text, found, found == 1 ? "" : "s", shortened(first, 80));
   return sel;
 }
 

@@ -94,6 +94,7 @@ struct TraceData {
   MemoryEvents memory;
   uint64_t flow_correlated = 0;  // events whose correlation came from a launch flow, not args.correlation
   Ns profiler_start = 0, profiler_end = 0;  // the profiler's own "PyTorch Profiler (0)" span; 0, 0 when absent
+  Ns first_api_call = INT64_MAX;  // start of the trace's first runtime or driver call, before any --steps or --window
 };
 
 }  // namespace kl::trace
