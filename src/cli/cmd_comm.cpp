@@ -4,6 +4,7 @@
 // under mpirun as nccl-tests are, or starting mpirun themselves (comm/launcher.h).
 #include <fmt/format.h>
 
+#include <cctype>
 #include <cmath>
 #include <cstdio>
 #include <filesystem>
@@ -50,9 +51,22 @@ std::size_t parse_bytes(const std::string& flag, const std::string& s) {
   return std::size_t(v * scale);
 }
 
+// nccl-tests' binaries (all_reduce_perf), MPI's functions (MPI_Allreduce) and dashes (all-reduce) name the ops too.
+std::string canonical_op(const std::string& s) {
+  std::string out;
+  for (char ch : s)
+    if (ch != '_' && ch != '-') out += static_cast<char>(std::tolower(static_cast<unsigned char>(ch)));
+  if (out.rfind("mpi", 0) == 0) out.erase(0, 3);
+  if (out.size() > 4 && out.ends_with("perf")) out.resize(out.size() - 4);
+  return out;
+}
+
 Collective parse_op(const std::string& s) {
-  const std::optional<Collective> c = model::parse_collective(s);
-  if (!c) bad_input(fmt::format("unknown collective '{}' (allreduce, allgather, reducescatter, alltoall)", s));
+  const std::optional<Collective> c = model::parse_collective(canonical_op(s));
+  if (!c)
+    bad_input(fmt::format("unknown collective '{}' (allreduce, allgather, reducescatter, alltoall; nccl-tests' and MPI's "
+                          "spellings such as all_reduce_perf and MPI_Allreduce too)",
+                          s));
   return *c;
 }
 

@@ -28,12 +28,16 @@ TEST(CommBench, JsonHasEverySizeWithNcclTestsBusBandwidthFactors) {
   struct Case {
     const char* op;
     double factor;  // nccl-tests: allreduce 2(n-1)/n, the others (n-1)/n, n = 4
+    const char* name;
   };
-  for (const Case& c : {Case{"allreduce", 1.5}, Case{"allgather", 0.75}, Case{"reducescatter", 0.75}, Case{"alltoall", 0.75}}) {
+  // nccl-tests' and MPI's spellings name the same ops.
+  for (const Case& c : {Case{"allreduce", 1.5, "allreduce"}, Case{"all_gather_perf", 0.75, "allgather"},
+                        Case{"reduce-scatter", 0.75, "reducescatter"}, Case{"MPI_Alltoall", 0.75, "alltoall"}}) {
     const MpiResult r = run_mpi(std::string("comm bench ") + c.op + " --ranks 4 -b 1K -e 64K -f 4 -n 2 -w 1 --dtype bf16 --json --timeout 60 --dump-dir '" +
                                 mpi_scratch("json").string() + "'");
     ASSERT_EQ(r.code, 0) << c.op << r.out << r.err;
     const nlohmann::json j = nlohmann::json::parse(r.out);
+    EXPECT_EQ(j["op"], c.name);
     EXPECT_EQ(j["ranks"], 4);
     EXPECT_EQ(j["dtype"], "bfloat16");
     EXPECT_EQ(j["wrong"], 0);
