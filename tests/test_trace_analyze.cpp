@@ -112,6 +112,9 @@ TEST(TraceAnalyze, LaunchStatistics) {
   EXPECT_EQ(L.short_ops, 1u);
   EXPECT_EQ(L.short_kernel_gpu, 5'000);
   EXPECT_EQ(L.short_kernel_cpu, 10'000);
+  // relu's launch (100) began after the memcpy before it on stream 7 ended (70): the GPU waited 45 us.
+  EXPECT_EQ(L.short_kernels_waited, 1u);
+  EXPECT_EQ(L.short_waited_gap, 45'000);
 }
 
 TEST(TraceAnalyze, SyncOverlapGapsUtilisation) {
@@ -177,7 +180,9 @@ TEST(TraceAnalyze, SlowApiCallsWithTheGpuIdleAreDriverTimeNotLaunchOverhead) {
   ASSERT_GE(r.findings.size(), 3u);
   EXPECT_EQ(r.findings[0].kind, "slow_api_calls");
   EXPECT_EQ(r.findings[0].impact, 8'500'000);
+  int checked = 0;
   for (const Finding& f : r.findings) {
+    checked += f.kind == "idle" || f.kind == "short_kernels";
     if (f.kind == "idle") {
       EXPECT_NE(f.text.find("83% of it inside CUDA API calls over 1 ms"), std::string::npos) << f.text;
       EXPECT_EQ(f.text.find("CUDA Graphs"), std::string::npos) << f.text;
@@ -188,8 +193,12 @@ TEST(TraceAnalyze, SlowApiCallsWithTheGpuIdleAreDriverTimeNotLaunchOverhead) {
                 0u)
           << f.text;
       EXPECT_NE(f.text.find("1 more whose launch took over 1 ms (2 ms in all) left out"), std::string::npos) << f.text;
+      // k_tail's launch (9100) came while k_main ran: queued, not waited for.
+      EXPECT_NE(f.text.find("the GPU waited for none of them"), std::string::npos) << f.text;
+      EXPECT_EQ(f.impact, 0);
     }
   }
+  EXPECT_EQ(checked, 2);
   // A window of the measured phase keeps neither the start-up calls nor k_warm.
   TraceData measured = load_trace_file(data("slow_calls.json"));
   const StepSelection sel = select_window(measured, "measure");

@@ -82,6 +82,12 @@ struct LaunchStats {
   // above as HTA counts them, left out of the finding.
   uint64_t short_kernels_slow_launch = 0;
   Ns short_slow_launch_gpu = 0, short_slow_launch_cpu = 0;
+  // Of the other short kernels, those the GPU waited for: the gap before them on their stream is
+  // host wait (their launch began after the previous op ended); the rest were queued behind earlier
+  // work, their launch cost hidden. short_waited_gap sums those gaps: at most what a CUDA Graph could
+  // win (a gap also holds whatever else the CPU did meanwhile).
+  uint64_t short_kernels_waited = 0;
+  Ns short_waited_gap = 0;
 };
 
 // A CUDA API call (runtime or driver) longer than this with no GPU op running meanwhile (under a

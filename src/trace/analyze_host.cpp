@@ -14,7 +14,8 @@ namespace {
 
 bool is_call(HostKind k) { return k == HostKind::runtime || k == HostKind::driver; }
 
-void idle_breakdown(const TraceData& t, Report& r) {
+// Returns, per GPU op, the host-wait gap before it (-1 where the gap before it was not host wait).
+std::vector<Ns> idle_breakdown(const TraceData& t, Report& r) {
   const GpuOps& g = t.gpu;
   const HostEvents& h = t.host;
   // HTA joins each op to the CPU event with its correlation (the last one, if several).
@@ -25,6 +26,7 @@ void idle_breakdown(const TraceData& t, Report& r) {
   for (size_t i = 0; i < g.size(); ++i)
     if (g.stream[i] != -1) by_stream[{g.device[i], g.stream[i]}].push_back(i);
   const Ns threshold = static_cast<Ns>(std::llround(r.options.kernel_wait_us * 1000.0));
+  std::vector<Ns> host_wait_before(g.size(), -1);
   for (auto& [key, ops] : by_stream) {
     std::stable_sort(ops.begin(), ops.end(), [&](size_t a, size_t b) { return g.ts[a] < g.ts[b]; });
     StreamIdle s;
@@ -38,6 +40,7 @@ void idle_breakdown(const TraceData& t, Report& r) {
       if (call != call_start.end() && call->second > prev_end) {
         s.host_wait = checked_add(s.host_wait, gap);
         ++s.host_wait_gaps;
+        host_wait_before[op] = gap;
       } else if (gap < threshold) {
         s.kernel_wait = checked_add(s.kernel_wait, gap);  // negative for ops that overlap on a stream, as in HTA
         ++s.kernel_wait_gaps;
@@ -48,9 +51,10 @@ void idle_breakdown(const TraceData& t, Report& r) {
     }
     r.idle.push_back(s);
   }
+  return host_wait_before;
 }
 
-void launch_stats(const TraceData& t, Report& r) {
+void launch_stats(const TraceData& t, const std::vector<Ns>& host_wait_before, Report& r) {
   const GpuOps& g = t.gpu;
   const HostEvents& h = t.host;
   std::unordered_set<uint32_t> launch_names;
@@ -86,6 +90,9 @@ void launch_stats(const TraceData& t, Report& r) {
         ++L.short_kernels_slow_launch;
         L.short_slow_launch_gpu = checked_add(L.short_slow_launch_gpu, g.dur[i]);
         L.short_slow_launch_cpu = checked_add(L.short_slow_launch_cpu, h.dur[c]);
+      } else if (host_wait_before[i] >= 0) {
+        ++L.short_kernels_waited;
+        L.short_waited_gap = checked_add(L.short_waited_gap, host_wait_before[i]);
       }
     }
   }
@@ -118,8 +125,7 @@ void sync_calls(const TraceData& t, Report& r) {
 }  // namespace
 
 void analyze_host(const TraceData& t, Report& r) {
-  idle_breakdown(t, r);
-  launch_stats(t, r);
+  launch_stats(t, idle_breakdown(t, r), r);
   sync_calls(t, r);
 }
 

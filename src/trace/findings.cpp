@@ -63,13 +63,26 @@ void launch_findings(const Report& r, std::vector<Finding>& out) {
   if (n == 0) return;
   const Ns gpu = L.short_kernel_gpu - L.short_slow_launch_gpu, cpu = L.short_kernel_cpu - L.short_slow_launch_cpu;
   std::string text = fmt::format("{} of {} kernels ({:.0f}%) run shorter on the GPU than their launch call on the CPU ({} of GPU time "
-                                 "against {} of launch calls; median launch delay {}",
-                                 n, L.kernels, pct(n, L.kernels), format_ns(gpu), format_ns(cpu), format_ns(L.median_delay.value_or(0)));
+                                 "against {} of launch calls",
+                                 n, L.kernels, pct(n, L.kernels), format_ns(gpu), format_ns(cpu));
   if (L.short_kernels_slow_launch > 0)
     text += fmt::format("; {} more whose launch took over 1 ms ({} in all) left out: a first launch loading its module, or a full "
                         "launch queue",
                         L.short_kernels_slow_launch, format_ns(L.short_slow_launch_cpu));
-  out.push_back({"short_kernels", text + "): launch-bound — a CUDA Graph candidate", cpu - gpu});
+  const uint64_t w = L.short_kernels_waited;
+  if (w == 0) {
+    text += fmt::format("); the GPU waited for none of them: each was queued behind earlier work (median launch delay {}), its "
+                        "launch cost hidden — not launch-bound",
+                        format_ns(L.median_delay.value_or(0)));
+  } else {
+    text += fmt::format("); the GPU waited for {} of them ({} idle before them: their launch began after their stream's previous op "
+                        "ended): launch-bound — a CUDA Graph candidate",
+                        w, format_ns(L.short_waited_gap));
+    if (w < n)
+      text += fmt::format("; the other {} were queued behind earlier work, their launch cost hidden (median launch delay of all ops {})",
+                          n - w, format_ns(L.median_delay.value_or(0)));
+  }
+  out.push_back({"short_kernels", text, L.short_waited_gap});
 }
 
 void slow_call_findings(const Report& r, std::vector<Finding>& out) {

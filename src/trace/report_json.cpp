@@ -90,7 +90,9 @@ json launch_json(const LaunchStats& L) {
           {"delay_over_100us", L.delay_over_100us},
           {"short_kernels_slow_launch", L.short_kernels_slow_launch},
           {"short_slow_launch_gpu_us", us(L.short_slow_launch_gpu)},
-          {"short_slow_launch_us", us(L.short_slow_launch_cpu)}};
+          {"short_slow_launch_us", us(L.short_slow_launch_cpu)},
+          {"short_kernels_waited", L.short_kernels_waited},
+          {"short_waited_gap_us", us(L.short_waited_gap)}};
 }
 
 json slow_calls_json(const SlowCalls& s) {
