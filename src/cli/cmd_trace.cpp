@@ -127,6 +127,10 @@ void print_diff(const TraceDiff& d, int top) {
     fmt::print("GPU {}: span {} -> {}, busy {} -> {}, idle {} -> {}\n", dev, us_text(a.span()), us_text(b.span()), us_text(a.busy),
                us_text(b.busy), us_text(a.idle()), us_text(b.idle()));
   }
+  const SlowCalls &sa = d.a->slow_calls, &sb = d.b->slow_calls;
+  if (sa.calls + sb.calls > 0)
+    fmt::print("CUDA API calls over 1 ms with no GPU op running (start-up, allocation): {} ({}) -> {} ({})\n", sa.calls,
+               us_text(sa.total), sb.calls, us_text(sb.total));
   std::vector<std::vector<std::string>> rows;
   for (const KernelDelta& k : d.kernels) {
     if (top > 0 && rows.size() >= static_cast<size_t>(top)) break;

@@ -143,7 +143,8 @@ json gaps_json(const Report& r) {
 json summary_json(const Report& r) {
   json devs = json::object();
   for (const auto& [dev, d] : r.devices) devs[std::to_string(dev)] = device_json(r, dev, d);
-  return {{"source", r.source}, {"kernel_count", r.kernel_count()}, {"kernel_time_us", us(r.kernel_time())}, {"devices", devs}};
+  return {{"source", r.source}, {"kernel_count", r.kernel_count()}, {"kernel_time_us", us(r.kernel_time())}, {"devices", devs},
+          {"slow_api_calls", {{"calls", r.slow_calls.calls}, {"total_us", us(r.slow_calls.total)}}}};
 }
 
 }  // namespace
