@@ -112,7 +112,7 @@ TEST(QuantCli, ClipNeverWorseThanRtn) {
     EXPECT_GE(r["snr_db"].get<double>(), by[rk]["snr_db"].get<double>()) << r.dump();
     ++pairs;
   }
-  EXPECT_EQ(pairs, 11);  // int4: 3 groups x 3 zero points; MXFP4; NVFP4
+  EXPECT_EQ(pairs, 12);  // int4: 3 groups x 3 zero points; MXFP8, MXFP4, NVFP4
 }
 
 TEST(QuantCli, TextTableHeaderAndRows) {

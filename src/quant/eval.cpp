@@ -83,8 +83,7 @@ std::vector<QuantSpec> default_specs() {
   s.push_back({Format::fp8_e4m3, {K::channel}});
   s.push_back({Format::fp8_e4m3, {K::block, 128, 128}});
   s.push_back({Format::fp8_e5m2, {K::channel}});
-  s.push_back({Format::mxfp8, default_granularity(Format::mxfp8)});
-  for (Format f : {Format::mxfp4, Format::nvfp4})
+  for (Format f : {Format::mxfp8, Format::mxfp4, Format::nvfp4})
     for (Method m : {Method::rtn, Method::clip}) s.push_back({f, default_granularity(f), ZeroPoint::none, m});
   return s;
 }

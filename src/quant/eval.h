@@ -49,7 +49,7 @@ struct EvalRow {
 
 // The rows the command prints without --format: int8 per channel; int4 per group of 32/64/128,
 // symmetric, GPTQ-zero and AWQ-zero, RTN and clip; fp8 e4m3 (channel, 128x128) and e5m2; MXFP8,
-// MXFP4, NVFP4 (MXFP4 and NVFP4 also with clip).
+// MXFP4, NVFP4, each also with clip.
 std::vector<QuantSpec> default_specs();
 
 class Evaluator {

@@ -136,13 +136,18 @@ void validate(const QuantSpec& s) {
   }
 }
 
-const std::vector<double>& clip_ratios() {
-  static const std::vector<double> r = [] {
+const std::vector<double>& clip_ratios(Format f) {
+  static const std::vector<double> shrink = [] {
     std::vector<double> v;
     for (int i = 0; i <= 25; ++i) v.push_back(1.0 - 0.02 * i);
     return v;
   }();
-  return r;
+  static const std::vector<double> mx = [] {
+    std::vector<double> v = shrink;
+    v.push_back(2.0);
+    return v;
+  }();
+  return f == Format::mxfp8 || f == Format::mxfp4 ? mx : shrink;
 }
 
 ElementGrid element_grid(const QuantSpec& s) {
@@ -299,7 +304,7 @@ Quantized quantize(const Matrix& w, const QuantSpec& spec) {
   if (is_block_format(spec.format)) q.scale_codes.assign(static_cast<size_t>(tiles), 0);
   if (!spec.symmetric()) q.zeros.assign(static_cast<size_t>(tiles), 0.0);
   const std::vector<double> rtn_only = {1.0};
-  const std::vector<double>& ratios = spec.method == Method::clip ? clip_ratios() : rtn_only;
+  const std::vector<double>& ratios = spec.method == Method::clip ? clip_ratios(spec.format) : rtn_only;
 
 #pragma omp parallel for schedule(dynamic, 16)
   for (int64_t t = 0; t < tiles; ++t) {

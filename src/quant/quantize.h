@@ -59,9 +59,12 @@ struct QuantSpec {
 void validate(const QuantSpec& s);
 Granularity default_granularity(Format f);  // int8/fp8: channel, int4: group:128, MX: group:32, NVFP4: group:16
 
-// The clip ratios tried per tile, 1.0 first (which is RTN) down to 0.5 in steps of 0.02; a tile
-// keeps the first ratio with the least squared error, so clip is never worse than RTN on a tile.
-const std::vector<double>& clip_ratios();
+// The ratios a tile's range is scaled by in the clip search, 1.0 first (which is RTN) down to 0.5
+// in steps of 0.02; for MXFP8 and MXFP4 also 2.0, the power-of-two scale above OCP's, whose floor
+// rule saturates a group whose amax lands in (maxnorm, 2^(emax+1))·X: up to 25% of it for E2M1
+// ((6, 8)·X), 12.5% for E4M3 ((448, 512)·X). A tile keeps the first ratio with the least squared
+// error, so clip is never worse than RTN on a tile.
+const std::vector<double>& clip_ratios(Format f);
 
 struct Quantized {
   QuantSpec spec;
@@ -72,7 +75,7 @@ struct Quantized {
   std::vector<double> scales;        // per tile: the scale dequantization multiplies by
   std::vector<uint8_t> scale_codes;  // per tile: E8M0 (MX) or E4M3 (NVFP4) bits; empty otherwise
   std::vector<double> zeros;         // per tile: q_z (integer) or z (float_min); empty if symmetric
-  std::vector<double> clip;          // per tile: the ratio used (1 for RTN)
+  std::vector<double> clip;          // per tile: the ratio used (1 for RTN; 2 an MX scale one power of two up)
   double tensor_scale = 1.0;         // NVFP4's fp32 per-tensor scale, 1 otherwise
 
   int64_t tile_of(int64_t r, int64_t c) const { return (r / tile_rows) * tiles_across + c / tile_cols; }
