@@ -219,6 +219,42 @@ TEST(TraceAnalyze, SlowApiCallsWithTheGpuIdleAreDriverTimeNotLaunchOverhead) {
   EXPECT_THROW(select_window(none, "backward"), kl::BadInput);
 }
 
+// untraced_gap.json, in us: k_a [10,15) and k_b [16,20) on stream 7, k_c [1020,1030) on stream 8,
+// k_d [2530,2540) on stream 9; ProfilerStep#1 [0,1100) holds "## data_load ##" [100,800) and
+// aten::copy_ [150,160); aten::item [1200,1250); launches at 1, 2, 1005 and 2520.
+TEST(TraceAnalyze, GapsNameTheInnermostCpuEventAndSayWhenTheCpuWasUntraced) {
+  const Report r = analyze(load_trace_file(data("untraced_gap.json")));
+  ASSERT_EQ(r.gaps.size(), 2u);
+  // [1030,2530): ProfilerStep#1 70 us, aten::item 50, the launch 5: 125 of 1500 traced.
+  EXPECT_EQ(r.gaps[0].dur, 1'500'000);
+  EXPECT_EQ(r.gaps[0].cpu_busy, 125'000);
+  EXPECT_EQ(r.gaps[0].cpu[0].name, "ProfilerStep#1");
+  // [20,1020): the step and data_load both lie under half of it or more; data_load is the innermost.
+  ASSERT_EQ(r.gaps[1].cpu.size(), 3u);
+  EXPECT_EQ(r.gaps[1].cpu[0].name, "## data_load ##");
+  EXPECT_EQ(r.gaps[1].cpu[1].name, "ProfilerStep#1");
+  EXPECT_EQ(r.gaps[1].cpu[2].name, "aten::copy_");
+  int checked = 0;
+  for (const Finding& f : r.findings) {
+    if (f.kind == "gaps") {
+      ++checked;
+      EXPECT_NE(f.text.find("the longest, 1.5 ms at +1.02 ms, with traced CPU events under only 8% of it (the rest untraced host "
+                            "work: data loading, Python, sleeps); the most, ProfilerStep#1 (user_annotation, 70 us)"),
+                std::string::npos)
+          << f.text;
+    }
+    if (f.kind == "idle") {
+      ++checked;
+      // Idle 2530 - 29 us; the only gap between ops on one stream is k_a to k_b, 1 us of kernel wait.
+      EXPECT_NE(f.text.find("the gaps between ops on one stream hold only 1 us of it (host wait 0 ns, kernel wait 1 us, other 0 ns)"),
+                std::string::npos)
+          << f.text;
+      EXPECT_EQ(f.text.find("CUDA Graphs"), std::string::npos) << f.text;
+    }
+  }
+  EXPECT_EQ(checked, 2);
+}
+
 // PyTorch 1.8-1.9 spelled Kineto's categories "Kernel", "Memcpy", "Memset", "Runtime", "Operator":
 // the same events under those names give the same analysis (the published ResNet-50 samples use them).
 TEST(TraceAnalyze, PyTorch19CategorySpellingsGiveTheSameReport) {

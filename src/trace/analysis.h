@@ -129,7 +129,7 @@ struct Gap {
   int64_t device = 0;
   Ns start = 0, dur = 0;  // start from the device's first GPU op
   Ns cpu_busy = 0;        // part of the gap covered by any host event
-  std::vector<CpuActivity> cpu;  // up to 3: most overlap first, then the innermost (shortest)
+  std::vector<CpuActivity> cpu;  // up to 3: those under half the gap or more, innermost (shortest) first; then most overlap
 };
 
 struct GapStats {

@@ -44,7 +44,11 @@ void cpu_during(const TraceData& t, const std::vector<size_t>& by_start, Ns a, N
   }
   gap.cpu_busy = union_length(std::move(busy));
   const size_t keep = std::min<size_t>(3, acts.size());
-  std::partial_sort(acts.begin(), acts.begin() + static_cast<std::ptrdiff_t>(keep), acts.end(), [](const CpuActivity& x, const CpuActivity& y) {
+  // The innermost event under half the gap or more names what the CPU did (ProfilerStep#N covers every gap).
+  const auto major = [&](const CpuActivity& x) { return x.overlap >= (b - a) - (b - a) / 2; };
+  std::partial_sort(acts.begin(), acts.begin() + static_cast<std::ptrdiff_t>(keep), acts.end(), [&](const CpuActivity& x, const CpuActivity& y) {
+    if (major(x) != major(y)) return major(x);
+    if (major(x) && x.dur != y.dur) return x.dur < y.dur;
     if (x.overlap != y.overlap) return x.overlap > y.overlap;
     if (x.dur != y.dur) return x.dur < y.dur;
     return x.name < y.name;

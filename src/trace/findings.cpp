@@ -42,11 +42,17 @@ void idle_findings(const Report& r, std::vector<Finding>& out) {
       text += fmt::format("; {:.0f}% of it inside CUDA API calls over 1 ms with no GPU op running (start-up or allocation, their "
                           "own finding), not launch overhead",
                           pct(in_driver->second, d.idle()));
+    } else if (2 * total < static_cast<double>(d.idle())) {
+      text += fmt::format("; the gaps between ops on one stream hold only {} of it (host wait {}, kernel wait {}, other {}): the GPU "
+                          "mostly sat with no op queued on any stream, before, after or between other streams' work (the gap "
+                          "finding says what the CPU did meanwhile)",
+                          format_ns(total), format_ns(hw), format_ns(kw), format_ns(ot));
     } else if (total > 0) {
       text += fmt::format("; of the idle time between ops on its streams, {:.0f}% is host wait, {:.0f}% kernel wait, {:.0f}% other",
                           pct(hw, total), pct(kw, total), pct(ot, total));
       if (hw >= kw && hw >= ot)
-        text += ": the CPU launches too slowly — CUDA Graphs or larger kernels";
+        text += ": the GPU waited for the CPU to issue work — the gaps say what the CPU did in between; where that is launch "
+                "overhead, CUDA Graphs or larger kernels";
       else if (kw >= ot)
         text += fmt::format(": short gaps (< {:g} us) between back-to-back ops, launch overhead — fuse kernels or use CUDA Graphs",
                             r.options.kernel_wait_us);
@@ -159,8 +165,14 @@ void gap_findings(const Report& r, std::vector<Finding>& out) {
     for (const Gap& g : r.gaps) {
       if (g.device != dev) continue;
       text += fmt::format("; the longest, {} at +{}, ", format_ns(g.dur), format_ns(g.start));
-      text += g.cpu.empty() ? std::string("with no CPU event traced meanwhile (untraced host work: data loading, Python)")
-                            : fmt::format("while the CPU was in {} ({})", short_name(g.cpu.front().name), g.cpu.front().cat);
+      if (g.cpu.empty())
+        text += "with no CPU event traced meanwhile (untraced host work: data loading, Python)";
+      else if (2 * g.cpu_busy < g.dur)
+        text += fmt::format("with traced CPU events under only {:.0f}% of it (the rest untraced host work: data loading, Python, "
+                            "sleeps); the most, {} ({}, {})",
+                            pct(g.cpu_busy, g.dur), short_name(g.cpu.front().name), g.cpu.front().cat, format_ns(g.cpu.front().overlap));
+      else
+        text += fmt::format("while the CPU was in {} ({})", short_name(g.cpu.front().name), g.cpu.front().cat);
       break;
     }
     out.push_back({"gaps", text, st.total});
