@@ -174,7 +174,7 @@ std::string format_ns(double ns);  // "812 ns", "12.3 us", "4.56 ms", "1.23 s"
 std::string shortened(std::string_view s, size_t max_bytes);
 void summarize_gpu(const TraceData& t, Report& r);             // devices, kernels, temporal, overlap
 void analyze_host(const TraceData& t, Report& r);              // idle breakdown, launch, sync
-void analyze_gaps(const TraceData& t, Report& r);              // gaps, utilisation chunks, start-up calls
+void analyze_gaps(const TraceData& t, Report& r);              // gaps, utilisation chunks, slow API calls
 std::vector<Finding> make_findings(const Report& r);
 
 }  // namespace kl::trace

@@ -1,7 +1,7 @@
 // Where the GPU stood still: gaps in each device's busy time longer than a threshold, with what
 // the CPU was doing meanwhile (Nsight Systems' gpu_gaps), and utilisation per chunk of the span
 // (gpu_time_util); and the CUDA API calls that kept the CPU inside the driver while the GPU had
-// nothing to do (start-up costs).
+// nothing to do (start-up and allocation costs).
 #include <algorithm>
 #include <cmath>
 

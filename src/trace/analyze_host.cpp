@@ -2,6 +2,7 @@
 // synchronisation calls.
 #include <algorithm>
 #include <cmath>
+#include <limits>
 #include <unordered_map>
 #include <unordered_set>
 
@@ -14,7 +15,9 @@ namespace {
 
 bool is_call(HostKind k) { return k == HostKind::runtime || k == HostKind::driver; }
 
-// Returns, per GPU op, the host-wait gap before it (-1 where the gap before it was not host wait).
+constexpr Ns kNotHostWait = std::numeric_limits<Ns>::min();
+
+// Returns, per GPU op, the host-wait gap before it (kNotHostWait where the gap before it was not host wait).
 std::vector<Ns> idle_breakdown(const TraceData& t, Report& r) {
   const GpuOps& g = t.gpu;
   const HostEvents& h = t.host;
@@ -26,7 +29,7 @@ std::vector<Ns> idle_breakdown(const TraceData& t, Report& r) {
   for (size_t i = 0; i < g.size(); ++i)
     if (g.stream[i] != -1) by_stream[{g.device[i], g.stream[i]}].push_back(i);
   const Ns threshold = static_cast<Ns>(std::llround(r.options.kernel_wait_us * 1000.0));
-  std::vector<Ns> host_wait_before(g.size(), -1);
+  std::vector<Ns> host_wait_before(g.size(), kNotHostWait);
   for (auto& [key, ops] : by_stream) {
     std::stable_sort(ops.begin(), ops.end(), [&](size_t a, size_t b) { return g.ts[a] < g.ts[b]; });
     StreamIdle s;
@@ -90,7 +93,7 @@ void launch_stats(const TraceData& t, const std::vector<Ns>& host_wait_before, R
         ++L.short_kernels_slow_launch;
         L.short_slow_launch_gpu = checked_add(L.short_slow_launch_gpu, g.dur[i]);
         L.short_slow_launch_cpu = checked_add(L.short_slow_launch_cpu, h.dur[c]);
-      } else if (host_wait_before[i] >= 0) {
+      } else if (host_wait_before[i] != kNotHostWait) {
         ++L.short_kernels_waited;
         L.short_waited_gap = checked_add(L.short_waited_gap, host_wait_before[i]);
       }
