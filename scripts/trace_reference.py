@@ -309,7 +309,8 @@ def reference(path, kernel_wait_us=30.0, gap_us=100.0, chunks=10, steps="all"):
     for h in host:
         if h["cat"] in ("cuda_runtime", "cuda_driver") and h["corr"] != -1 and h["name"] in LAUNCH_NAMES:
             launch[h["corr"]] = h
-    delays, short, short_ops, kernels_paired, slow_launch, waited, waited_gap = [], 0, 0, 0, 0, 0, 0
+    delays, short, short_ops, kernels_paired = [], 0, 0, 0
+    slow_launch, slow_launch_gpu, slow_launch_cpu, waited, waited_gap = 0, 0, 0, 0, 0
     for o in gpu:
         c = launch.get(o["corr"]) if o["corr"] != -1 and o["stream"] != -1 else None
         if c is None:
@@ -319,7 +320,10 @@ def reference(path, kernel_wait_us=30.0, gap_us=100.0, chunks=10, steps="all"):
         if o["kind"] == "kernel":
             kernels_paired += 1
             short += o["dur"] < c["dur"]
-            slow_launch += o["dur"] < c["dur"] and c["dur"] > SLOW_CALL_NS
+            if o["dur"] < c["dur"] and c["dur"] > SLOW_CALL_NS:
+                slow_launch += 1
+                slow_launch_gpu += o["dur"]
+                slow_launch_cpu += c["dur"]
             if o["dur"] < c["dur"] and c["dur"] <= SLOW_CALL_NS and "host_wait_before" in o:
                 waited += 1
                 waited_gap += o["host_wait_before"]
@@ -327,7 +331,8 @@ def reference(path, kernel_wait_us=30.0, gap_us=100.0, chunks=10, steps="all"):
     out["median_launch_delay_us"] = us(quantile(delays, 0.5)) if delays else None
     out["launch"] = {"pairs": len(delays), "p90_delay_us": us(quantile(delays, 0.9)) if delays else None,
                      "kernels": kernels_paired, "short_kernels": short, "short_ops": short_ops,
-                     "short_kernels_slow_launch": slow_launch, "short_kernels_waited": waited, "short_waited_gap_us": us(waited_gap)}
+                     "short_kernels_slow_launch": slow_launch, "short_slow_launch_gpu_us": us(slow_launch_gpu),
+                     "short_slow_launch_us": us(slow_launch_cpu), "short_kernels_waited": waited, "short_waited_gap_us": us(waited_gap)}
     sync = defaultdict(lambda: {"calls": 0, "blocked_us": 0.0})
     for h in host:
         if h["cat"] == "cuda_runtime" and h["name"] in SYNC_NAMES:
