@@ -165,10 +165,17 @@ TEST(TraceCli, Diff) {
   ASSERT_EQ(text.code, 0) << text.err;
   EXPECT_NE(text.out.find("kernels by time change"), std::string::npos);
   EXPECT_EQ(text.out.find("CUDA API calls over 1 ms"), std::string::npos) << "neither trace has one";
-  // The start-up trace against its measured window: the slow calls each side holds.
+  // Each side's slow API calls, and --window applied to both sides.
   const Result slow = run("trace diff " + kTraces + "slow_calls.json " + kTraces + "slow_calls.json --json");
   ASSERT_EQ(slow.code, 0) << slow.err;
   EXPECT_EQ(nlohmann::json::parse(slow.out)["b"]["slow_api_calls"]["calls"], 3);
+  const Result measured = run("trace diff " + kTraces + "slow_calls.json " + kTraces + "slow_calls.json --window measure --json");
+  ASSERT_EQ(measured.code, 0) << measured.err;
+  const auto m = nlohmann::json::parse(measured.out);
+  for (const char* side : {"a", "b"}) {
+    EXPECT_EQ(m[side]["kernel_count"], 2) << side;
+    EXPECT_EQ(m[side]["slow_api_calls"]["calls"], 0) << side;
+  }
   const Result slow_text = run("trace diff " + kTraces + "slow_calls.json " + kTraces + "two_steps.json");
   ASSERT_EQ(slow_text.code, 0) << slow_text.err;
   EXPECT_NE(slow_text.out.find("CUDA API calls over 1 ms with no GPU op running (start-up, allocation): 3 (8.5 ms) -> 0 (0 ns)"),
