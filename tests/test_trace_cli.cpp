@@ -109,6 +109,20 @@ TEST(TraceCli, WindowKeepsAnAnnotatedPhase) {
   EXPECT_NE(ranks.err.find("--window: applies to one trace"), std::string::npos) << ranks.err;
 }
 
+// The text report's launch lines: the short kernels waited for, and the slow API calls with their times.
+TEST(TraceCli, TextListsTheShortKernelsWaitedForAndTheSlowCalls) {
+  const Result r = run("trace analyze " + kTraces + "slow_calls.json");
+  ASSERT_EQ(r.code, 0) << r.err;
+  EXPECT_NE(r.out.find("short kernels (GPU time < launch call): 2 of 3; the GPU waited for 0 of them (0 ns of host wait before them), "
+                       "1 launched by calls over 1 ms"),
+            std::string::npos)
+      << r.out;
+  EXPECT_NE(r.out.find("CUDA API calls over 1 ms with no GPU op running: 3, 8.5 ms in all; cudaGetDeviceCount 5 ms at -7.2 ms from "
+                       "the first GPU op; cudaLaunchKernel 2 ms at -2.1 ms from the first GPU op; cudaMalloc 1.5 ms at +100 us"),
+            std::string::npos)
+      << r.out;
+}
+
 // analyze and diff carry the memory peaks and the GPU metrics in their JSON.
 TEST(TraceCli, MemoryAndGpuMetricsInJson) {
   const Result a = run("trace analyze --json " + kTraces + "memory.json");

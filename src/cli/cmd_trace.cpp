@@ -80,7 +80,16 @@ void print_host(const Report& r) {
   if (L.median_delay)
     fmt::print("; launch delay (op start - call end, >= 0) median {}, p90 {}, max {}", us_text(*L.median_delay), us_text(*L.p90_delay),
                us_text(L.max_delay));
-  fmt::print("\n  short kernels (GPU time < launch call): {} of {}\n", L.short_kernels, L.kernels);
+  fmt::print("\n  short kernels (GPU time < launch call): {} of {}; the GPU waited for {} of them ({} of host wait before them), {} "
+             "launched by calls over 1 ms\n",
+             L.short_kernels, L.kernels, L.short_kernels_waited, us_text(L.short_waited_gap), L.short_kernels_slow_launch);
+  const SlowCalls& s = r.slow_calls;
+  if (s.calls > 0) {
+    fmt::print("CUDA API calls over 1 ms with no GPU op running: {}, {} in all;", s.calls, us_text(s.total));
+    for (const SlowCall& c : s.longest)
+      fmt::print(" {} {} at {}{} from the first GPU op;", c.name, us_text(c.dur), c.from_first_gpu_op >= 0 ? "+" : "", us_text(c.from_first_gpu_op));
+    fmt::print("\n");
+  }
   if (!r.sync.empty()) {
     fmt::print("synchronisation (CPU blocked):");
     for (const auto& [name, s] : r.sync) fmt::print(" {} {}× {};", name, s.calls, us_text(s.blocked));
