@@ -275,7 +275,7 @@ struct AnalyzeFlags {
                    "or A-B (ProfilerStep#A to #B)")
         ->capture_default_str();
     sub.add_option("--window", window,
-                   "only the host events inside the user annotations (record_function, NVTX ranges) whose name contains this "
+                   "only the host events inside the user annotations (record_function; NVTX ranges in bench --trace's traces) whose name contains this "
                    "text, and the GPU ops they launched: e.g. a measured phase after a warm-up; after --steps");
     sub.add_option("--top", top, "kernels listed (0: all)")->check(CLI::NonNegativeNumber)->capture_default_str();
     sub.add_option("--kernel-wait-us", opt.kernel_wait_us, "idle breakdown: a gap shorter than this (us) is kernel wait")

@@ -30,9 +30,10 @@ struct StepSelection {
 // Drops from t what the window leaves out; BadInput when a range names steps the trace lacks.
 StepSelection select_steps(TraceData& t, const StepWindow& w);
 
-// `--window TEXT`: host events inside the user annotations (record_function, NVTX ranges) whose name
-// contains TEXT, and the GPU ops they launched: a warm-up or measured phase of a trace without
-// profiler steps. BadInput listing the trace's annotations when none matches.
+// `--window TEXT`: host events inside the user annotations (record_function; NVTX ranges in
+// `bench --trace`'s traces) whose name contains TEXT, and the GPU ops they launched: a warm-up or
+// measured phase of a trace without profiler steps. BadInput listing the trace's annotations when
+// none matches.
 StepSelection select_window(TraceData& t, std::string_view text);
 
 // One row per profiler step: its CPU span, and the GPU ops launched inside it (summed over devices):
