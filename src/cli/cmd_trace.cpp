@@ -80,12 +80,13 @@ void print_host(const Report& r) {
   if (L.median_delay)
     fmt::print("; launch delay (op start - call end, >= 0) median {}, p90 {}, max {}", us_text(*L.median_delay), us_text(*L.p90_delay),
                us_text(L.max_delay));
+  const std::string slow = us_text(kSlowCallNs);
   fmt::print("\n  short kernels (GPU time < launch call): {} of {}; the GPU waited for {} of them ({} of host wait before them), {} "
-             "launched by calls over 1 ms\n",
-             L.short_kernels, L.kernels, L.short_kernels_waited, us_text(L.short_waited_gap), L.short_kernels_slow_launch);
+             "launched by calls over {}\n",
+             L.short_kernels, L.kernels, L.short_kernels_waited, us_text(L.short_waited_gap), L.short_kernels_slow_launch, slow);
   const SlowCalls& s = r.slow_calls;
   if (s.calls > 0) {
-    fmt::print("CUDA API calls over 1 ms with no GPU op running: {}, {} in all;", s.calls, us_text(s.total));
+    fmt::print("CUDA API calls over {} with no GPU op running: {}, {} in all;", slow, s.calls, us_text(s.total));
     for (const SlowCall& c : s.longest)
       fmt::print(" {} {} at {}{} from the first GPU op;", c.name, us_text(c.dur), c.from_first_gpu_op >= 0 ? "+" : "", us_text(c.from_first_gpu_op));
     fmt::print("\n");
@@ -138,8 +139,8 @@ void print_diff(const TraceDiff& d, int top) {
   }
   const SlowCalls &sa = d.a->slow_calls, &sb = d.b->slow_calls;
   if (sa.calls + sb.calls > 0)
-    fmt::print("CUDA API calls over 1 ms with no GPU op running (start-up, allocation): {} ({}) -> {} ({})\n", sa.calls,
-               us_text(sa.total), sb.calls, us_text(sb.total));
+    fmt::print("CUDA API calls over {} with no GPU op running (start-up, allocation): {} ({}) -> {} ({})\n", us_text(kSlowCallNs),
+               sa.calls, us_text(sa.total), sb.calls, us_text(sb.total));
   std::vector<std::vector<std::string>> rows;
   for (const KernelDelta& k : d.kernels) {
     if (top > 0 && rows.size() >= static_cast<size_t>(top)) break;
@@ -275,8 +276,9 @@ struct AnalyzeFlags {
                    "or A-B (ProfilerStep#A to #B)")
         ->capture_default_str();
     sub.add_option("--window", window,
-                   "only the host events inside the user annotations (record_function; NVTX ranges in bench --trace's traces) whose name contains this "
-                   "text, and the GPU ops they launched: e.g. a measured phase after a warm-up; after --steps");
+                   "only the host events inside the user annotations (record_function; NVTX ranges in bench --trace's "
+                   "traces) whose name contains this text, and the GPU ops they launched: e.g. a measured phase after a "
+                   "warm-up; after --steps");
     sub.add_option("--top", top, "kernels listed (0: all)")->check(CLI::NonNegativeNumber)->capture_default_str();
     sub.add_option("--kernel-wait-us", opt.kernel_wait_us, "idle breakdown: a gap shorter than this (us) is kernel wait")
         ->check(CLI::NonNegativeNumber)->capture_default_str();

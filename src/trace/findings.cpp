@@ -39,9 +39,9 @@ void idle_findings(const Report& r, std::vector<Finding>& out) {
     const double total = static_cast<double>(hw + kw + ot);
     const auto in_driver = r.slow_calls.idle_covered.find(dev);
     if (in_driver != r.slow_calls.idle_covered.end() && 2 * in_driver->second >= d.idle()) {
-      text += fmt::format("; {:.0f}% of it inside CUDA API calls over 1 ms with no GPU op running (start-up or allocation, their "
+      text += fmt::format("; {:.0f}% of it inside CUDA API calls over {} with no GPU op running (start-up or allocation, their "
                           "own finding), not launch overhead",
-                          pct(in_driver->second, d.idle()));
+                          pct(in_driver->second, d.idle()), format_ns(kSlowCallNs));
     } else if (2 * total < static_cast<double>(d.idle())) {
       text += fmt::format("; the gaps between ops on one stream hold only {} of it (host wait {}, kernel wait {}, other {}): the GPU "
                           "mostly sat with no op queued on any stream, before, after or between other streams' work (the gap "
@@ -72,9 +72,9 @@ void launch_findings(const Report& r, std::vector<Finding>& out) {
                                  "against {} of launch calls",
                                  n, L.kernels, pct(n, L.kernels), format_ns(gpu), format_ns(cpu));
   if (L.short_kernels_slow_launch > 0)
-    text += fmt::format("; {} more whose launch took over 1 ms ({} in all) left out: a first launch loading its module, or a full "
+    text += fmt::format("; {} more whose launch took over {} ({} in all) left out: a first launch loading its module, or a full "
                         "launch queue",
-                        L.short_kernels_slow_launch, format_ns(L.short_slow_launch_cpu));
+                        L.short_kernels_slow_launch, format_ns(kSlowCallNs), format_ns(L.short_slow_launch_cpu));
   const uint64_t w = L.short_kernels_waited;
   if (w == 0) {
     text += fmt::format("); the GPU waited for none of them: each was queued behind earlier work (median launch delay {}), its "
@@ -101,11 +101,11 @@ void slow_call_findings(const Report& r, std::vector<Finding>& out) {
   for (const auto& [dev, ns] : s.idle_covered)
     if (ns > 0) idle.push_back(fmt::format("{} of GPU {}'s idle time", format_ns(ns), dev));
   out.push_back({"slow_api_calls",
-                 fmt::format("{} CUDA API call{} took over 1 ms with no GPU op running ({} in all{}{}); the longest: {}. Time inside "
+                 fmt::format("{} CUDA API call{} took over {} with no GPU op running ({} in all{}{}); the longest: {}. Time inside "
                              "the driver, not on the GPU: paid once per process (context, module loading) or when the caching "
                              "allocator grows (a new peak, torch.cuda.empty_cache()) — profile after warm-up "
                              "(torch.profiler.schedule's wait and warmup steps) or a later window (--steps A-B, --window NAME)",
-                             s.calls, s.calls == 1 ? "" : "s", format_ns(s.total), idle.empty() ? "" : ", ",
+                             s.calls, s.calls == 1 ? "" : "s", format_ns(kSlowCallNs), format_ns(s.total), idle.empty() ? "" : ", ",
                              fmt::join(idle, ", "), fmt::join(calls, "; ")),
                  s.total});
 }
