@@ -58,7 +58,7 @@ inline void check_aligned(const void* p, std::size_t bytes, const char* what, co
 // cp.async: the copy joins the thread's open group and lands when a wait covers that group,
 // reading the source then; until it lands the destination holds 0xFF bytes (NaN as a float),
 // so a kernel that reads before its wait_group sees the poison, not the data by luck.
-KL_SIM_UNCOUNTED inline void cp_async(void* dst, const void* src, std::size_t bytes, const char* what, const Site& site) {
+KL_SIM_TWIN KL_SIM_UNCOUNTED void cp_async(void* dst, const void* src, std::size_t bytes, const char* what, const Site& site) {
   check_aligned(dst, bytes, what, "a shared address", site);
   check_aligned(src, bytes, what, "a global address", site);
   kl::sim::detail::profile_note(kl::sim::detail::Counted::cp_async, src, unsigned(bytes), kl::sim::detail::site_key(site));
@@ -76,7 +76,7 @@ inline uint32_t half_of(uint32_t word, unsigned which) { return word >> (16 * wh
 // (l/4, 2(l%4)+1) of matrix i, low half first; .trans reads the matrix column-major, so the
 // elements are (2(l%4), l/4) and (2(l%4)+1, l/4) of the rows as stored.
 template <int N, bool Trans>
-KL_SIM_UNCOUNTED void ldmatrix(uint32_t (&r)[N], const void* row, const char* what, const Site& site) {
+KL_SIM_TWIN KL_SIM_UNCOUNTED void ldmatrix(uint32_t (&r)[N], const void* row, const char* what, const Site& site) {
   const unsigned lane = kl::sim::lane_id();
   if (lane < 8u * N) {
     check_aligned(row, 16, what, "a row address", site);
@@ -98,7 +98,7 @@ KL_SIM_UNCOUNTED void ldmatrix(uint32_t (&r)[N], const void* row, const char* wh
 
 // movmatrix.m8n8.trans.b16: the source is an 8x8 matrix in the ldmatrix fragment layout
 // (lane l: row l/4, columns 2(l%4), 2(l%4)+1); the result is its transpose in that layout.
-inline uint32_t movmatrix_trans(uint32_t src, const Site& site) {
+KL_SIM_TWIN uint32_t movmatrix_trans(uint32_t src, const Site& site) {
   const auto all = kl::sim::warp_exchange(0xffffffffu, src, "movmatrix.sync.aligned.m8n8.trans.b16", site);
   const unsigned lane = kl::sim::lane_id(), col = lane / 4, row = 2 * (lane % 4);
   // Element (r, c) of the source sits in lane 4r + c/2, half c%2.
@@ -138,7 +138,7 @@ inline int s8_value(uint32_t bits) { return static_cast<int8_t>(static_cast<uint
 // exact in fp32); s32 adds wrap (no .satfinite). Tensor cores may add in another order or
 // with wider sums: twin and hardware agree exactly whenever the partial sums are exact.
 template <class Acc, int E, class Decode>
-void mma_m16n8(Acc (&d)[4], const uint32_t (&a)[4], const uint32_t (&b)[2], const Acc (&c)[4], Decode decode,
+KL_SIM_TWIN void mma_m16n8(Acc (&d)[4], const uint32_t (&a)[4], const uint32_t (&b)[2], const Acc (&c)[4], Decode decode,
                const char* what, const Site& site) {
   constexpr int K = 8 * E, kBits = 32 / E;
   using kl::sim::detail::Counted;

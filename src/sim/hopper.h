@@ -67,13 +67,13 @@ inline void mbar_settle(void* bar, Mbarrier m) {
   if (m.pending == 0 && m.tx == 0) m.parity ^= 1u, m.pending = m.expected;
   mbar_write(bar, m);
 }
-inline void mbar_init(void* bar, unsigned count, const Site& site) {
+KL_SIM_TWIN void mbar_init(void* bar, unsigned count, const Site& site) {
   if (reinterpret_cast<std::uintptr_t>(bar) % 8) fault("mbarrier.init on an address not 8-byte aligned", site);
   if (count == 0 || count >= (1u << 20)) fault("mbarrier.init with count " + std::to_string(count) + ": 1 to 2^20-1", site);
   mbar_write(bar, {count, count, 0, 0, false});
 }
 // mbarrier.arrive(.expect_tx) with `count` arrivals: the state before the arrival is the token.
-inline std::uint64_t mbar_arrive(void* bar, unsigned tx_bytes, const char* what, const Site& site, unsigned count = 1) {
+KL_SIM_TWIN std::uint64_t mbar_arrive(void* bar, unsigned tx_bytes, const char* what, const Site& site, unsigned count = 1) {
   std::uint64_t token;
   std::memcpy(&token, bar, 8);
   Mbarrier m = mbar_checked(bar, what, site);
@@ -84,14 +84,14 @@ inline std::uint64_t mbar_arrive(void* bar, unsigned tx_bytes, const char* what,
   return token;
 }
 // mbarrier.arrive_drop: one arrival now, and one fewer expected in every later phase.
-inline void mbar_arrive_drop(void* bar, const Site& site) {
+KL_SIM_TWIN void mbar_arrive_drop(void* bar, const Site& site) {
   Mbarrier m = mbar_checked(bar, "mbarrier.arrive_drop", site);
   if (m.pending == 0 || m.expected == 0) fault("mbarrier.arrive_drop: more arrivals than the mbarrier's count in this phase", site);
   --m.expected;
   --m.pending;
   mbar_settle(bar, m);
 }
-inline void mbar_expect_tx(void* bar, unsigned tx_bytes, const Site& site) {
+KL_SIM_TWIN void mbar_expect_tx(void* bar, unsigned tx_bytes, const Site& site) {
   Mbarrier m = mbar_checked(bar, "mbarrier.expect_tx", site);
   m.tx += tx_bytes;
   mbar_write(bar, m);
@@ -115,7 +115,7 @@ inline bool mbar_phase_done(const void* bar, unsigned parity) {
 // mbarrier.try_wait.parity: lands the TMA copies bound to the barrier, then waits (a scheduling
 // point: the producer runs) until the phase completes; never gives up, so the caller's retry
 // loop runs once. A phase that can never complete is a deadlock naming the barrier.
-inline bool mbar_try_wait(const void* bar, unsigned parity, const Site& site) {
+KL_SIM_TWIN bool mbar_try_wait(const void* bar, unsigned parity, const Site& site) {
   mbar_checked(bar, "mbarrier.try_wait.parity", site);
   kl::sim::detail::mbarrier_wait(bar, parity, {mbar_phase_done, mbar_describe}, "mbarrier.try_wait.parity", site);
   return true;
@@ -215,7 +215,7 @@ inline void profile_box(const TensorMap& m, const int* coords, bool store) {
 // cp.async.bulk.tensor.Nd.shared::cluster.global.mbarrier::complete_tx::bytes: the box at
 // `coords` into shared memory, elements outside the tensor as zeros; its bytes (the whole box)
 // complete transactions on bar when it lands.
-inline void tma_load(void* smem, const void* map, unsigned rank, const int* coords, void* bar, const char* what, const Site& site) {
+KL_SIM_TWIN void tma_load(void* smem, const void* map, unsigned rank, const int* coords, void* bar, const char* what, const Site& site) {
   const TensorMap& m = tensor_map_of_rank(map, rank, what, site);
   tma_check_smem(smem, m, what, site);
   mbar_checked(bar, what, site);
@@ -236,7 +236,7 @@ inline void tma_load(void* smem, const void* map, unsigned rank, const int* coor
 // cp.async.bulk.tensor.Nd.global.shared::cta.bulk_group: the box from shared memory to `coords`,
 // elements outside the tensor dropped; joins the thread's open bulk group and reads shared memory
 // when a cp.async.bulk.wait_group covers it.
-inline void tma_store(const void* map, unsigned rank, const int* coords, const void* smem, const char* what, const Site& site) {
+KL_SIM_TWIN void tma_store(const void* map, unsigned rank, const int* coords, const void* smem, const char* what, const Site& site) {
   const TensorMap& m = tensor_map_of_rank(map, rank, what, site);
   tma_check_smem(smem, m, what, site);
   const std::array<int, kMaxRank> c{coords[0], rank > 1 ? coords[1] : 0, rank > 2 ? coords[2] : 0};
@@ -257,7 +257,7 @@ inline void check_bulk(const void* dst, const void* src, std::size_t bytes, cons
 }
 // Global -> shared, completing `bytes` transactions on bar when it lands (at a wait on bar);
 // the destination holds 0xFF bytes until then.
-inline void bulk_load(void* smem, const void* src, std::size_t bytes, void* bar, const char* what, const Site& site) {
+KL_SIM_TWIN void bulk_load(void* smem, const void* src, std::size_t bytes, void* bar, const char* what, const Site& site) {
   mbar_checked(bar, what, site);
   kl::sim::detail::profile_bulk(src, bytes, false, true);
   std::memset(smem, 0xff, bytes);
@@ -267,14 +267,14 @@ inline void bulk_load(void* smem, const void* src, std::size_t bytes, void* bar,
   });
 }
 // Shared -> global, in the thread's open bulk group.
-inline void bulk_store(void* dst, const void* smem, std::size_t bytes) {
+KL_SIM_TWIN void bulk_store(void* dst, const void* smem, std::size_t bytes) {
   kl::sim::detail::profile_bulk(dst, bytes, true, true);
   kl::sim::detail::AsyncCopies& q = kl::sim::detail::async_copies();
   q.bulk_stores.push_back({[dst, smem, bytes] { std::memcpy(dst, smem, bytes); }, q.bulk_committed});
 }
 inline void bulk_commit() { ++kl::sim::detail::async_copies().bulk_committed; }
 // cp.async.bulk.wait_group(.read) n: the stores of every committed group but the newest n land.
-inline void bulk_wait(unsigned n) {
+KL_SIM_TWIN void bulk_wait(unsigned n) {
   kl::sim::detail::AsyncCopies& q = kl::sim::detail::async_copies();
   std::vector<kl::sim::detail::BulkStore> kept;
   for (kl::sim::detail::BulkStore& b : q.bulk_stores)
@@ -295,7 +295,7 @@ std::vector<T> warpgroup_exchange(const T& mine, const char* what, const Site& s
 }
 
 // setmaxnreg.{inc,dec}.sync.aligned.u32 n: the whole warpgroup, one n in 24..256, a multiple of 8.
-inline void setmaxnreg(unsigned n, const char* what, const Site& site) {
+KL_SIM_TWIN void setmaxnreg(unsigned n, const char* what, const Site& site) {
   if (n < 24 || n > 256 || n % 8) fault(std::string(what) + " " + std::to_string(n) + ": 24 to 256, a multiple of 8", site);
   for (unsigned v : warpgroup_exchange(n, what, site))
     if (v != n) fault(std::string(what) + ": the warpgroup's threads asked for different counts (" + std::to_string(n) +
@@ -398,7 +398,7 @@ struct WgmmaCall {
 //   D:  thread (warp w, lane g*4+t), d[i]: row 16w + g + 8((i%4)/2), column 8(i/4) + 2t + i%2
 //   A from registers: a[r], half e: row 16w + g + 8(r&1), column 2t + e + 8(r>>1) (as mma.sync's A)
 template <int N, class Decode>
-void wgmma(float* d, const WgmmaCall& call, Decode decode_element, const char* what, const Site& site) {
+KL_SIM_TWIN void wgmma(float* d, const WgmmaCall& call, Decode decode_element, const char* what, const Site& site) {
   kl::sim::detail::AsyncCopies& q = kl::sim::detail::async_copies();
   if (!q.wgmma_fenced)
     fault(std::string(what) + " with no wgmma.fence before it since the warpgroup's last wgmma.wait_group (or the kernel's start)",
@@ -450,18 +450,18 @@ void wgmma(float* d, const WgmmaCall& call, Decode decode_element, const char* w
                      q.wgmma_committed});
 }
 
-inline void wgmma_fence(const Site& site) {
+KL_SIM_TWIN void wgmma_fence(const Site& site) {
   warpgroup_exchange(0, "wgmma.fence", site);
   kl::sim::detail::async_copies().wgmma_fenced = true;
 }
-inline void wgmma_commit(const Site& site) {
+KL_SIM_TWIN void wgmma_commit(const Site& site) {
   warpgroup_exchange(0, "wgmma.commit_group", site);
   ++kl::sim::detail::async_copies().wgmma_committed;
 }
 // wgmma.wait_group n: the wgmmas of every committed group but the newest n run, in issue order.
 // Each thread runs its part before the warpgroup's rendezvous, so that when any thread leaves the
 // wait (and perhaps releases the stage to a producer), the whole warpgroup has read its operands.
-inline void wgmma_wait(unsigned n, const Site& site) {
+KL_SIM_TWIN void wgmma_wait(unsigned n, const Site& site) {
   kl::sim::detail::AsyncCopies& q = kl::sim::detail::async_copies();
   std::vector<kl::sim::detail::PendingWgmma> kept;
   for (kl::sim::detail::PendingWgmma& p : q.wgmma)

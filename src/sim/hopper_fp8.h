@@ -67,8 +67,8 @@ inline int s8_wgmma_accumulate(int d, long long products) {
 // f32 added as fp8_wgmma_accumulate models, or of s32 (s8 operands) as s8_wgmma_accumulate. D as the
 // 16-bit twin's: thread (warp w, lane 4g+t), d[i] at row 16w + g + 8((i%4)/2), column 8(i/4) + 2t + i%2.
 template <int N, class Acc, class Decode>
-void wgmma_8bit(Acc* d, std::uint64_t desc_a, std::uint64_t desc_b, int scale_d, Decode decode_element, const char* what,
-                const Site& site) {
+KL_SIM_TWIN void wgmma_8bit(Acc* d, std::uint64_t desc_a, std::uint64_t desc_b, int scale_d, Decode decode_element,
+                            const char* what, const Site& site) {
   constexpr bool kInt = std::is_same_v<Acc, int>;
   kl::sim::detail::AsyncCopies& q = kl::sim::detail::async_copies();
   if (!q.wgmma_fenced)

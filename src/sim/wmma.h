@@ -128,7 +128,7 @@ void store_matrix_sync(T* p, const fragment<accumulator, 16, 16, 16, T>& f, unsi
 // D = A B + C for the warp's 16x16x16 tile. Counted by `sim profile` as the two
 // mma.sync.m16n8k16 it compiles to on sm_80 and later.
 template <class In, class LA, class LB, class Acc>
-void mma_sync(fragment<accumulator, 16, 16, 16, Acc>& d, const fragment<matrix_a, 16, 16, 16, In, LA>& a,
+KL_SIM_TWIN void mma_sync(fragment<accumulator, 16, 16, 16, Acc>& d, const fragment<matrix_a, 16, 16, 16, In, LA>& a,
               const fragment<matrix_b, 16, 16, 16, In, LB>& b, const fragment<accumulator, 16, 16, 16, Acc>& c,
               bool satf = false, const kl::sim::Site& site = kl::sim::Site::current()) {
   (void)satf;  // saturation to the finite range applies to __half accumulators, which never overflow here
