@@ -12,6 +12,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <bit>
 #include <cmath>
 #include <cstdlib>
 #include <cstring>
@@ -394,6 +395,29 @@ TEST(PtxTwins, MmaTwinAddsInTheDocumentedOrder) {
   for (int j = 0; j < 16; ++j) m.a[0][j] = 1, m.b[j][0] = 1;
   m.c[0][0] = 16777216.0;
   EXPECT_EQ(run_mma(Kind::f16, m, false)[0], 16777216.0);
+}
+
+// The twins' element decoders (inlined where the toolkit's conversions are calls) give the
+// toolkit's host conversion of every pattern, bit for bit (NaNs included).
+TEST(PtxTwins, ElementDecodersAreTheToolkitsConversionsOfEveryPattern) {
+  const auto bits = [](float f) { return std::bit_cast<uint32_t>(f); };
+  for (uint32_t h = 0; h < 65536; ++h) {
+    __half_raw hr;
+    hr.x = static_cast<unsigned short>(h);
+    ASSERT_EQ(bits(kl::ptx::detail::f16_value(h)), bits(__half2float(__half(hr)))) << "fp16 " << h;
+    ASSERT_EQ(bits(kl::sim::half_value(static_cast<uint16_t>(h))), bits(__half2float(__half(hr)))) << "fp16 " << h;
+    __nv_bfloat16_raw br;
+    br.x = static_cast<unsigned short>(h);
+    ASSERT_EQ(bits(kl::ptx::detail::bf16_value(h)), bits(__bfloat162float(__nv_bfloat16(br)))) << "bf16 " << h;
+  }
+  for (uint32_t b = 0; b < 256; ++b) {
+    __nv_fp8_e4m3 e4;
+    __nv_fp8_e5m2 e5;
+    e4.__x = e5.__x = static_cast<__nv_fp8_storage_t>(b);
+    ASSERT_EQ(bits(kl::ptx::detail::e4m3_value(b)), bits(float(e4))) << "e4m3 " << b;
+    ASSERT_EQ(bits(kl::ptx::detail::e5m2_value(b)), bits(float(e5))) << "e5m2 " << b;
+    ASSERT_EQ(kl::ptx::detail::s8_value(b), static_cast<int>(static_cast<int8_t>(b))) << "s8 " << b;
+  }
 }
 
 // How kernels feed mma: ldmatrix.x4 of a row-major A (lane l gives row l%16 at column 8(l/16)),

@@ -20,6 +20,7 @@
 #ifndef KERNELAB_SIM
 #include <sim/cuda_sim.h>
 #endif
+#include <array>
 #include <cstddef>
 #include <cstring>
 #include <string>
@@ -105,28 +106,41 @@ KL_SIM_TWIN uint32_t movmatrix_trans(uint32_t src, const Site& site) {
   return half_of(all[4 * row + col / 2], col % 2) | half_of(all[4 * (row + 1) + col / 2], col % 2) << 16;
 }
 
-// Element decoders: the toolkit's host conversions (exact for every value of these formats).
-inline float f16_value(uint32_t bits) {
-  __half_raw r;
-  r.x = static_cast<unsigned short>(bits);
-  return __half2float(__half(r));
-}
-inline float bf16_value(uint32_t bits) {
-  __nv_bfloat16_raw r;
-  r.x = static_cast<unsigned short>(bits);
-  return __bfloat162float(__nv_bfloat16(r));
-}
-inline float e4m3_value(uint32_t bits) {
-  __nv_fp8_e4m3 v;
-  v.__x = static_cast<__nv_fp8_storage_t>(bits);
-  return float(v);
-}
-inline float e5m2_value(uint32_t bits) {
-  __nv_fp8_e5m2 v;
-  v.__x = static_cast<__nv_fp8_storage_t>(bits);
-  return float(v);
-}
-inline int s8_value(uint32_t bits) { return static_cast<int8_t>(static_cast<uint8_t>(bits)); }
+// Element decoders, exact for every value of these formats: the toolkit's host conversions (fp16's
+// through kl::sim::half_value, equal to it for every pattern; the 8-bit formats' 256 values computed
+// once). Types, not function pointers, so that the twins, which are calls (KL_SIM_TWIN), inline them.
+struct F16Value {
+  float operator()(uint32_t bits) const { return kl::sim::half_value(static_cast<uint16_t>(bits)); }
+};
+struct Bf16Value {
+  float operator()(uint32_t bits) const {
+    __nv_bfloat16_raw r;
+    r.x = static_cast<unsigned short>(bits);
+    return __bfloat162float(__nv_bfloat16(r));
+  }
+};
+template <class Fp8> struct Fp8Value {
+  float operator()(uint32_t bits) const {
+    static const auto table = [] {
+      std::array<float, 256> t;
+      for (unsigned b = 0; b < 256; ++b) {
+        Fp8 v;
+        v.__x = static_cast<__nv_fp8_storage_t>(b);
+        t[b] = float(v);
+      }
+      return t;
+    }();
+    return table[bits & 0xFFu];
+  }
+};
+struct S8Value {
+  int operator()(uint32_t bits) const { return static_cast<int8_t>(static_cast<uint8_t>(bits)); }
+};
+inline constexpr F16Value f16_value;
+inline constexpr Bf16Value bf16_value;
+inline constexpr Fp8Value<__nv_fp8_e4m3> e4m3_value;
+inline constexpr Fp8Value<__nv_fp8_e5m2> e5m2_value;
+inline constexpr S8Value s8_value;
 
 // mma.sync.aligned.m16n8kK.row.col with E elements per 32-bit register (E = 2 for f16/bf16,
 // K = 16; E = 4 for s8/e4m3/e5m2, K = 32). From the PTX ISA layouts:
@@ -150,29 +164,25 @@ KL_SIM_TWIN void mma_m16n8(Acc (&d)[4], const uint32_t (&a)[4], const uint32_t (
   const auto all = kl::sim::warp_exchange(0xffffffffu, Operands{{a[0], a[1], a[2], a[3]}, {b[0], b[1]}}, what, site);
   using Value = decltype(decode(0u));
   const unsigned lane = kl::sim::lane_id(), g = lane / 4, t = lane % 4;
-  // This lane needs rows g, g+8 of A (lanes 4g..4g+3) and columns 2t, 2t+1 of B (lanes 8t..8t+7).
-  Value A[16][K] = {}, B[K][8] = {};
-  for (unsigned l = 0; l < 32; ++l) {
-    const unsigned lg = l / 4, lt = l % 4;
-    for (int r = 0; r < 4 && lg == g; ++r)
-      for (int e = 0; e < E; ++e)
-        A[lg + 8 * (r & 1)][E * lt + e + 4 * E * (r >> 1)] = decode(all[l].a[r] >> (kBits * e) & ((1u << kBits) - 1));
-    for (int r = 0; r < 2 && lg / 2 == t; ++r)
-      for (int e = 0; e < E; ++e) B[E * lt + e + 4 * E * r][lg] = decode(all[l].b[r] >> (kBits * e) & ((1u << kBits) - 1));
-  }
-  Acc out[4];
-  for (int i = 0; i < 4; ++i) {
-    const unsigned m = g + 8 * (i >> 1), n = 2 * t + (i & 1);
-    Acc acc = c[i];
-    for (int k = 0; k < K; ++k) {
+  constexpr uint32_t kMask = (1u << kBits) - 1;
+  // This lane's rows g, g+8 of A (held by lanes 4g..4g+3) and columns 2t, 2t+1 of B (lanes 8t..8t+7).
+  Value A[2][K], B[2][K];
+  for (unsigned lt = 0; lt < 4; ++lt)
+    for (int r = 0; r < 4; ++r)
+      for (int e = 0; e < E; ++e) A[r & 1][E * lt + e + 4 * E * (r >> 1)] = decode(all[4 * g + lt].a[r] >> (kBits * e) & kMask);
+  for (unsigned n = 0; n < 2; ++n)
+    for (unsigned lt = 0; lt < 4; ++lt)
+      for (int r = 0; r < 2; ++r)
+        for (int e = 0; e < E; ++e) B[n][E * lt + e + 4 * E * r] = decode(all[4 * (2 * t + n) + lt].b[r] >> (kBits * e) & kMask);
+  Acc out[4] = {c[0], c[1], c[2], c[3]};  // d may alias c
+  for (int k = 0; k < K; ++k)  // k outermost: the four sums, each in k order, side by side
+    for (int i = 0; i < 4; ++i) {
       if constexpr (std::is_same_v<Acc, int>)
-        acc = static_cast<int>(static_cast<uint32_t>(acc) + static_cast<uint32_t>(A[m][k] * B[k][n]));
+        out[i] = static_cast<int>(static_cast<uint32_t>(out[i]) + static_cast<uint32_t>(A[i >> 1][k] * B[i & 1][k]));
       else
-        acc = acc + A[m][k] * B[k][n];
+        out[i] = out[i] + A[i >> 1][k] * B[i & 1][k];
     }
-    out[i] = acc;
-  }
-  for (int i = 0; i < 4; ++i) d[i] = out[i];  // d may alias c
+  for (int i = 0; i < 4; ++i) d[i] = out[i];
 }
 #endif  // KL_PTX_TWIN
 }  // namespace detail

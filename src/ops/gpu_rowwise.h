@@ -16,7 +16,11 @@ namespace kl::KL_TARGET::rowwise {
 
 // ---- elements: fp32, fp16, bf16 in memory; fp32 in registers ------------------------------
 __device__ __forceinline__ float to_f32(float v) { return v; }
+#if defined(KERNELAB_SIM)
+__device__ __forceinline__ float to_f32(__half v) { return kl::sim::half_value(static_cast<__half_raw>(v).x); }
+#else
 __device__ __forceinline__ float to_f32(__half v) { return __half2float(v); }
+#endif
 __device__ __forceinline__ float to_f32(__nv_bfloat16 v) { return __bfloat162float(v); }
 template <class E> __device__ __forceinline__ E from_f32(float v) {
   if constexpr (std::is_same_v<E, __half>) return __float2half_rn(v);

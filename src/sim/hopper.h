@@ -18,6 +18,7 @@
 #include <cstdint>
 #include <cstring>
 #include <string>
+#include <type_traits>
 #include <vector>
 
 namespace kl::sim::hopper {
@@ -284,14 +285,37 @@ KL_SIM_TWIN void bulk_wait(unsigned n) {
 }
 
 // ---- warpgroup-wide instructions --------------------------------------------------------------
+// A warpgroup collective's 128 deposits, read in place until the warpgroup's next collective
+// (a copy for each thread was a 128-element allocation at every wgmma).
+template <class T>
+class GroupDeposits {
+ public:
+  explicit GroupDeposits(const unsigned char* slots) : slots_(slots) {}
+  T operator[](unsigned i) const {
+    T v;
+    std::memcpy(static_cast<void*>(&v), slots_ + i * kl::sim::detail::kSlotBytes, sizeof(T));
+    return v;
+  }
+  struct iterator {
+    const GroupDeposits* deposits;
+    unsigned i;
+    T operator*() const { return (*deposits)[i]; }
+    iterator& operator++() { return ++i, *this; }
+    bool operator!=(const iterator& o) const { return i != o.i; }
+  };
+  iterator begin() const { return {this, 0}; }
+  iterator end() const { return {this, 128}; }
+
+ private:
+  const unsigned char* slots_;
+};
+
 // Every thread of the caller's warpgroup makes the call; each gets all 128 deposits.
 template <class T>
-std::vector<T> warpgroup_exchange(const T& mine, const char* what, const Site& site) {
+GroupDeposits<T> warpgroup_exchange(const T& mine, const char* what, const Site& site) {
   static_assert(sizeof(T) <= kl::sim::detail::kSlotBytes, "a warpgroup exchange deposits at most kSlotBytes per thread");
-  const unsigned char* all = kl::sim::detail::group_collective(128, &mine, sizeof(T), what, site);
-  std::vector<T> out(128);
-  for (unsigned i = 0; i < 128; ++i) std::memcpy(static_cast<void*>(&out[i]), all + i * kl::sim::detail::kSlotBytes, sizeof(T));
-  return out;
+  static_assert(std::is_trivially_copyable_v<T>, "a warpgroup exchange deposits plain values");
+  return GroupDeposits<T>(kl::sim::detail::group_collective(128, &mine, sizeof(T), what, site));
 }
 
 // setmaxnreg.{inc,dec}.sync.aligned.u32 n: the whole warpgroup, one n in 24..256, a multiple of 8.
@@ -361,8 +385,9 @@ struct OperandShare {
   // out[j*K + k] = value(the bytes of element (j, k)).
   template <class Value, class Out>
   void read(const unsigned char* smem, Value value, Out* out) const {
-    for (unsigned r = 0; r < Lines * K / run; ++r)
-      for (unsigned e = 0; e < run; ++e) out[r * run + e] = value(smem + start[r] + e * bytes);
+    const unsigned n = run, runs = Lines * K / n, step = bytes;
+    for (unsigned r = 0; r < runs; ++r)
+      for (unsigned e = 0; e < n; ++e) out[r * n + e] = value(smem + start[r] + e * step);
   }
 };
 // Where the thread's share lies, element (j, k) at shared address address(mn_of(j), k): found once at
@@ -403,7 +428,7 @@ KL_SIM_TWIN void wgmma(float* d, const WgmmaCall& call, Decode decode_element, c
   if (!q.wgmma_fenced)
     fault(std::string(what) + " with no wgmma.fence before it since the warpgroup's last wgmma.wait_group (or the kernel's start)",
           site);
-  const std::vector<WgmmaCall> all = warpgroup_exchange(call, what, site);
+  const GroupDeposits<WgmmaCall> all = warpgroup_exchange(call, what, site);
   for (const WgmmaCall& o : all)
     if (o.desc_a != call.desc_a || o.desc_b != call.desc_b || o.scale_d != call.scale_d)
       fault(std::string(what) + ": the warpgroup's threads passed different descriptors or scale-d", site);
@@ -439,13 +464,19 @@ KL_SIM_TWIN void wgmma(float* d, const WgmmaCall& call, Decode decode_element, c
                        if (!call.a_in_registers) a_at.read(smem, element, av.data());
                        std::array<float, N / 4 * 16> bv;
                        b_at.read(smem, element, bv.data());
-                       for (int i = 0; i < N / 2; ++i) {
-                         const float* a = &av[(i % 4) / 2 * 16];
-                         const float* b = &bv[(2 * (i / 4) + i % 2) * 16];
-                         float acc = call.scale_d ? d[i] : 0.0f;
-                         for (unsigned k = 0; k < 16; ++k) acc = acc + a[k] * b[k];
-                         d[i] = acc;
+                       // d[4c + 2h + p] adds A line h times B line 2c + p, its 16 products in k
+                       // order; k outermost, so that the N/2 sums proceed side by side.
+                       std::array<float, N / 2> acc;
+                       for (int i = 0; i < N / 2; ++i) acc[i] = call.scale_d ? d[i] : 0.0f;
+                       for (unsigned k = 0; k < 16; ++k) {
+                         const float a0 = av[k], a1 = av[16 + k];
+                         for (unsigned c = 0; c < N / 8; ++c) {
+                           const float b0 = bv[2 * c * 16 + k], b1 = bv[(2 * c + 1) * 16 + k];
+                           float* x = &acc[4 * c];
+                           x[0] = x[0] + a0 * b0, x[1] = x[1] + a0 * b1, x[2] = x[2] + a1 * b0, x[3] = x[3] + a1 * b1;
+                         }
                        }
+                       for (int i = 0; i < N / 2; ++i) d[i] = acc[i];
                      },
                      q.wgmma_committed});
 }

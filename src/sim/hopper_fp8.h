@@ -46,14 +46,14 @@ inline std::uintptr_t operand_address_8bit(const Descriptor& d, unsigned mn, uns
 
 inline constexpr unsigned kK8 = 32;  // the K of an 8-bit wgmma
 
-// Every byte's value under `decode` (one of ptx.h's decoders), kept while the thread's wgmmas decode the same type.
+// Every byte's value under `decode` (one of ptx.h's decoders: a stateless type), computed once.
 template <class Product, class Decode>
 const std::array<Product, 256>& byte_values(Decode decode) {
-  thread_local Decode cached{};
-  thread_local std::array<Product, 256> table;
-  if (cached != decode)
-    for (unsigned b = 0; b < 256; ++b) table[b] = Product(decode(b));
-  cached = decode;
+  static const std::array<Product, 256> table = [&] {
+    std::array<Product, 256> t;
+    for (unsigned b = 0; b < 256; ++b) t[b] = Product(decode(b));
+    return t;
+  }();
   return table;
 }
 
@@ -97,13 +97,20 @@ KL_SIM_TWIN void wgmma_8bit(Acc* d, std::uint64_t desc_a, std::uint64_t desc_b, 
                        const auto element = [&](const unsigned char* p) { return value[*p]; };
                        a_at.read(smem, element, av.data());
                        b_at.read(smem, element, bv.data());
+                       // products[4c + 2h + p]: A line h times B line 2c + p in k order; k
+                       // outermost, so that the N/2 sums proceed side by side.
+                       std::array<Product, N / 2> products{};
+                       for (unsigned k = 0; k < kK8; ++k) {
+                         const Product a0 = av[k], a1 = av[kK8 + k];
+                         for (unsigned c = 0; c < N / 8; ++c) {
+                           const Product b0 = bv[2 * c * kK8 + k], b1 = bv[(2 * c + 1) * kK8 + k];
+                           Product* x = &products[4 * c];
+                           x[0] += a0 * b0, x[1] += a0 * b1, x[2] += a1 * b0, x[3] += a1 * b1;
+                         }
+                       }
                        for (int i = 0; i < N / 2; ++i) {
-                         const Product* a = &av[(i % 4) / 2 * kK8];
-                         const Product* b = &bv[(2 * (i / 4) + i % 2) * kK8];
-                         Product products = 0;
-                         for (unsigned k = 0; k < kK8; ++k) products += a[k] * b[k];
-                         if constexpr (kInt) d[i] = s8_wgmma_accumulate(scale_d ? d[i] : 0, products);
-                         else d[i] = fp8_wgmma_accumulate(scale_d ? d[i] : 0.0f, products);
+                         if constexpr (kInt) d[i] = s8_wgmma_accumulate(scale_d ? d[i] : 0, products[i]);
+                         else d[i] = fp8_wgmma_accumulate(scale_d ? d[i] : 0.0f, products[i]);
                        }
                      },
                      q.wgmma_committed});

@@ -124,9 +124,8 @@ template <class T>
 std::array<T, 32> warp_exchange(unsigned mask, const T& mine, const char* what = "warp_exchange",
                                 const kl::sim::Site& where = kl::sim::Site::current()) {
   const unsigned char* slots = detail::deposit(detail::WarpOp::exchange, mask, mine, what, where);
-  std::array<T, 32> all{};
-  for (unsigned l = 0; l < 32; ++l)
-    if (mask >> l & 1u) all[l] = detail::slot<T>(slots, l);
+  std::array<T, 32> all;  // each written once: zeroing it all first was 14% of the mma.sync twin's samples
+  for (unsigned l = 0; l < 32; ++l) all[l] = mask >> l & 1u ? detail::slot<T>(slots, l) : T{};
   return all;
 }
 

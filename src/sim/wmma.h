@@ -34,7 +34,7 @@ template <class T>
 inline constexpr bool kAccumulator = std::is_same_v<T, float> || std::is_same_v<T, __half>;
 
 inline float to_float(float x) { return x; }
-inline float to_float(__half x) { return __half2float(x); }
+inline float to_float(__half x) { return kl::sim::half_value(static_cast<__half_raw>(x).x); }
 inline float to_float(__nv_bfloat16 x) { return __bfloat162float(x); }
 template <class T>
 T from_float(float x) {
@@ -141,21 +141,21 @@ KL_SIM_TWIN void mma_sync(fragment<accumulator, 16, 16, 16, Acc>& d, const fragm
   std::memcpy(mine.a, a.x, sizeof(mine.a));
   std::memcpy(mine.b, b.x, sizeof(mine.b));
   const auto all = kl::sim::warp_exchange(0xffffffffu, mine, "wmma::mma_sync", site);
-  float A[16][16], B[16][16];
+  const unsigned lane = kl::sim::lane_id(), g = lane / 4, t = lane % 4;
+  float A[16][16], B[16][16];  // filled where this lane's D cells read: A's rows g, g+8, B's columns 2t, 2t+1 (+8)
   for (unsigned l = 0; l < 32; ++l)
     for (int i = 0; i < 8; ++i) {
       const detail::Cell ca = detail::cell_a(i, l / 4, l % 4), cb = detail::cell_b(i, l / 4, l % 4);
-      A[ca.row][ca.col] = detail::to_float(all[l].a[i]);
-      B[cb.row][cb.col] = detail::to_float(all[l].b[i]);
+      if (unsigned(ca.row) % 8 == g) A[ca.row][ca.col] = detail::to_float(all[l].a[i]);
+      if (unsigned(cb.col) % 8 / 2 == t) B[cb.row][cb.col] = detail::to_float(all[l].b[i]);
     }
-  const unsigned lane = kl::sim::lane_id();
+  float acc[8];
+  detail::Cell cc[8];
+  for (int i = 0; i < 8; ++i) cc[i] = detail::cell_c(i, g, t), acc[i] = detail::to_float(c.x[i]);
+  for (int k = 0; k < 16; ++k)  // k outermost: the eight sums, each in k order, side by side
+    for (int i = 0; i < 8; ++i) acc[i] = acc[i] + A[cc[i].row][k] * B[k][cc[i].col];
   Acc out[8];
-  for (int i = 0; i < 8; ++i) {
-    const detail::Cell cc = detail::cell_c(i, lane / 4, lane % 4);
-    float acc = detail::to_float(c.x[i]);
-    for (int k = 0; k < 16; ++k) acc = acc + A[cc.row][k] * B[k][cc.col];
-    out[i] = detail::from_float<Acc>(acc);
-  }
+  for (int i = 0; i < 8; ++i) out[i] = detail::from_float<Acc>(acc[i]);
   std::memcpy(d.x, out, sizeof(out));  // d may alias c
 }
 

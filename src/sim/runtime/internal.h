@@ -91,13 +91,11 @@ struct Worker {
   Launch* launch = nullptr;
   uint3 block{};
   bool block_failed = false;
-  unsigned long long block_epoch = 0;  // bumped at every block start
-  struct Poisoned {
+  struct SharedVariable {
     const void* address;
     std::size_t bytes;
-    unsigned long long epoch;  // the block that last filled it
   };
-  std::vector<Poisoned> poisoned;  // the static shared variables poison_shared_once has filled
+  std::vector<SharedVariable> block_shared;  // the static shared variables poison_shared_once filled in this block
   const void* os_stack_bottom = nullptr;  // AddressSanitizer: the scheduler's stack
   std::size_t os_stack_size = 0;
   void* scheduler_fake_stack = nullptr;

@@ -47,7 +47,9 @@ struct LoopContext {
   std::uint64_t hash = 0;
 
   void enter(std::uintptr_t pc) {
-    if (pc <= previous) {  // a back edge
+    const unsigned was = depth;
+    const bool back_edge = pc <= previous;
+    if (back_edge) {
       unsigned i = depth;
       while (i > 0 && loops[i - 1].head != pc) --i;
       if (i > 0) {
@@ -60,6 +62,7 @@ struct LoopContext {
       while (depth > 0 && pc > loops[depth - 1].tail) --depth;  // left the loop
     }
     previous = pc;
+    if (!back_edge && depth == was) return;  // the same iterations of the same loops: the same hash
     hash = 0;
     for (unsigned i = 0; i < depth; ++i) hash = (hash ^ loops[i].head ^ loops[i].iteration * 0x9e3779b97f4a7c15ull) * 0x100000001b3ull;
   }
@@ -176,9 +179,8 @@ bool in(const Range& r, std::uintptr_t a) { return a >= r.lo && a < r.hi; }
 Space space_of(Session& s, std::uintptr_t a) {
   if (in(s.dynamic_smem, a)) return Space::shared;
   Worker& w = *s.worker;
-  for (const Worker::Poisoned& p : w.poisoned)
-    if (p.epoch == w.block_epoch && a >= std::uintptr_t(p.address) && a < std::uintptr_t(p.address) + p.bytes)
-      return Space::shared;
+  for (const Worker::SharedVariable& v : w.block_shared)
+    if (a >= std::uintptr_t(v.address) && a < std::uintptr_t(v.address) + v.bytes) return Space::shared;
   if (s.last_global < s.globals.size() && in(s.globals[s.last_global], a)) return Space::global;
   auto it = std::upper_bound(s.globals.begin(), s.globals.end(), a, [](std::uintptr_t x, const Range& r) { return x < r.lo; });
   if (it == s.globals.begin()) return Space::none;

@@ -401,7 +401,7 @@ void run_block(Worker& w, Launch& L, unsigned long long b) {
   w.block = uint3{unsigned(b % g.x), unsigned(b / g.x % g.y), unsigned(b / (1ull * g.x * g.y))};
   blockIdx = w.block, blockDim = d, gridDim = g;
   w.block_failed = false;
-  ++w.block_epoch;
+  w.block_shared.clear();
   // Dynamic shared memory starts as 0xFF bytes (NaN as a float) in every block, not as the
   // block before left it, so a read before any write shows up (static: poison_shared_once).
   std::memset(dynamic_smem, 0xff, L.smem);
@@ -623,10 +623,9 @@ namespace kl::sim {
 
 void poison_shared_once(void* p, std::size_t bytes) {
   detail::Worker& w = detail::worker();
-  auto it = std::ranges::find(w.poisoned, static_cast<const void*>(p), &detail::Worker::Poisoned::address);
-  if (it != w.poisoned.end() && it->epoch == w.block_epoch) return;
-  if (it == w.poisoned.end()) w.poisoned.push_back({p, bytes, w.block_epoch});
-  else it->epoch = w.block_epoch, it->bytes = bytes;
+  if (std::ranges::find(w.block_shared, static_cast<const void*>(p), &detail::Worker::SharedVariable::address) != w.block_shared.end())
+    return;
+  w.block_shared.push_back({p, bytes});
   std::memset(p, 0xff, bytes);
 }
 
