@@ -180,10 +180,11 @@ inline long long clock64() {
 
 // ---- half and bfloat16 math the toolkit declares for the device only -------------------------
 namespace kl::sim {
-// fp16 bits as a float, equal to the toolkit's host __half2float for all 65536 patterns (SimHalf
-// test): a normal number by its bits (exponent rebiased by 127 - 15, mantissa widened), zeros,
-// subnormals, infinities and NaN by the toolkit. Its __half2float is an out-of-line call with a
-// normalising loop in every object: 17% of the naive attention rung's simulated time.
+// fp16 bits as a float, equal to the toolkit's host __half2float for all 65536 patterns (test:
+// PtxTwins.ElementDecodersAreTheToolkitsConversionsOfEveryPattern): a normal number by its bits
+// (exponent rebiased by 127 - 15, mantissa widened); zeros, subnormals, infinities and NaN by the
+// toolkit, whose __half2float is an out-of-line call with a normalising loop in every object (17% of
+// the naive attention rung's simulated time).
 inline float half_value(std::uint16_t h) {
   const unsigned exponent = h & 0x7c00u;
   if (exponent == 0 || exponent == 0x7c00u) {
