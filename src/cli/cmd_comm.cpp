@@ -143,6 +143,9 @@ void check_transport(const std::string& transport) {
   if (transport != "mpi" && transport != "nccl") bad_input(fmt::format("--transport {}: mpi or nccl", transport));
 #ifndef KERNELAB_HAVE_NCCL
   if (transport == "nccl") bad_input("--transport nccl: this kernelab was built without CUDA and NCCL");
+#else
+  // Without a GPU every rank would fail alike after mpirun started, which then waits out its kill timeouts (5 s).
+  if (transport == "nccl" && !comm::under_mpi_launcher()) comm::require_nccl_gpu();
 #endif
 }
 

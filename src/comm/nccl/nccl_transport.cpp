@@ -21,13 +21,30 @@ void check_nccl(ncclResult_t r, const char* what) {
   runtime_failure(fmt::format("{}: {}{}{}", what, ncclGetErrorString(r), detail.empty() ? "" : ": ", detail));
 }
 
-NcclRank::NcclRank(Session& s) {
+namespace {
+int nccl_version_code() {
   int code = 0;
   check_nccl(ncclGetVersion(&code), "ncclGetVersion");
-  version = nccl_version_name(code);
-  if (s.rank() == 0) std::fprintf(stderr, "comm: NCCL %s\n", version.c_str());
+  return code;
+}
+int gpus_or_failure() {
+  int gpus = 0;
   if (cudaGetDeviceCount(&gpus) != cudaSuccess || gpus == 0)
     runtime_failure("--transport nccl: no CUDA device here (the NCCL transport is built but runs only on GPUs)");
+  return gpus;
+}
+}  // namespace
+
+void require_nccl_gpu() {
+  std::fprintf(stderr, "comm: NCCL %s\n", nccl_version_name(nccl_version_code()).c_str());
+  gpus_or_failure();
+}
+
+NcclRank::NcclRank(Session& s) {
+  const int code = nccl_version_code();
+  version = nccl_version_name(code);
+  if (s.rank() == 0) std::fprintf(stderr, "comm: NCCL %s\n", version.c_str());
+  gpus = gpus_or_failure();
   const char* local = getenv("OMPI_COMM_WORLD_LOCAL_RANK");
   const char* local_size = getenv("OMPI_COMM_WORLD_LOCAL_SIZE");
   const int ranks_here = local_size ? std::atoi(local_size) : s.size();
