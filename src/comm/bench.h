@@ -47,7 +47,7 @@ int run_bench(Session& s, const BenchOptions& o);  // on host memory and MPI
 // On the GPUs: the own algorithms on the NCCL transport and NCCL's collectives (built with CUDA and
 // NCCL: nccl/nccl_bench.cpp; RuntimeFailure without a GPU).
 int run_nccl_bench(Session& s, const BenchOptions& o);
-// Before mpirun starts: "comm: NCCL x.y.z" on stderr, RuntimeFailure without a GPU (nccl/nccl_transport.cpp).
+// Before mpirun starts: without a GPU, "comm: NCCL x.y.z" on stderr and RuntimeFailure (nccl/nccl_transport.cpp).
 void require_nccl_gpu();
 
 struct CheckOptions {

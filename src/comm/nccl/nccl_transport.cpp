@@ -36,6 +36,8 @@ int gpus_or_failure() {
 }  // namespace
 
 void require_nccl_gpu() {
+  int gpus = 0;
+  if (cudaGetDeviceCount(&gpus) == cudaSuccess && gpus > 0) return;  // rank 0 names the NCCL once the ranks run
   std::fprintf(stderr, "comm: NCCL %s\n", nccl_version_name(nccl_version_code()).c_str());
   gpus_or_failure();
 }
