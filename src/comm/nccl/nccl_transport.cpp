@@ -27,26 +27,25 @@ int nccl_version_code() {
   check_nccl(ncclGetVersion(&code), "ncclGetVersion");
   return code;
 }
-int gpus_or_failure() {
+int gpu_count() {
   int gpus = 0;
-  if (cudaGetDeviceCount(&gpus) != cudaSuccess || gpus == 0)
-    runtime_failure("--transport nccl: no CUDA device here (the NCCL transport is built but runs only on GPUs)");
-  return gpus;
+  return cudaGetDeviceCount(&gpus) == cudaSuccess ? gpus : 0;
 }
+constexpr const char* kNoGpu = "--transport nccl: no CUDA device here (the NCCL transport is built but runs only on GPUs)";
 }  // namespace
 
 void require_nccl_gpu() {
-  int gpus = 0;
-  if (cudaGetDeviceCount(&gpus) == cudaSuccess && gpus > 0) return;  // rank 0 names the NCCL once the ranks run
+  if (gpu_count() > 0) return;  // rank 0 names the NCCL once the ranks run
   std::fprintf(stderr, "comm: NCCL %s\n", nccl_version_name(nccl_version_code()).c_str());
-  gpus_or_failure();
+  runtime_failure(kNoGpu);
 }
 
 NcclRank::NcclRank(Session& s) {
   const int code = nccl_version_code();
   version = nccl_version_name(code);
   if (s.rank() == 0) std::fprintf(stderr, "comm: NCCL %s\n", version.c_str());
-  gpus = gpus_or_failure();
+  gpus = gpu_count();
+  if (gpus == 0) runtime_failure(kNoGpu);
   const char* local = getenv("OMPI_COMM_WORLD_LOCAL_RANK");
   const char* local_size = getenv("OMPI_COMM_WORLD_LOCAL_SIZE");
   const int ranks_here = local_size ? std::atoi(local_size) : s.size();
