@@ -42,7 +42,6 @@
   } while (0)
 // The block's dynamic shared memory as a T*.
 #define KL_DYNAMIC_SHARED(T, name) T* name = ::kl::sim::dynamic_shared<T>()
-#define KL_UNROLL  // nvcc's #pragma unroll; the host compiler has no such pragma
 // Static shared memory: once per block, filled with 0xFF (NaN) at the block's first use.
 #define KL_SHARED(T, name, dims) \
   thread_local T name dims;      \
@@ -56,19 +55,21 @@
     kernel<<<grid, block, smem, static_cast<cudaStream_t>(stream)>>>(__VA_ARGS__); \
     ::kl::check_launch(cudaGetLastError(), #kernel);                                \
   } while (0)
-// Unroll the loop that follows, so that arrays indexed by its counter stay in registers.
-#define KL_UNROLL _Pragma("unroll")
 #define KL_DYNAMIC_SHARED(T, name)                                    \
   extern __shared__ __align__(16) unsigned char kl_dynamic_smem_[]; \
   T* name = reinterpret_cast<T*>(kl_dynamic_smem_)
 #define KL_SHARED(T, name, dims) __shared__ T name dims
 #endif
 
-// `#pragma unroll` for nvcc; the host compiler of the simulator build does not know it.
+// `#pragma unroll` for nvcc (the host compiler of the simulator build does not know it): KL_UNROLL
+// so that arrays indexed by the loop's counter stay in registers, KL_NO_UNROLL where a loop that
+// nvcc would unroll in full has a large body.
 #if defined(KERNELAB_SIM)
 #define KL_UNROLL
+#define KL_NO_UNROLL
 #else
 #define KL_UNROLL _Pragma("unroll")
+#define KL_NO_UNROLL _Pragma("unroll 1")
 #endif
 
 // The kernel ref of a kernel (a template-id like softmax_warp<float, 4> may hold commas).

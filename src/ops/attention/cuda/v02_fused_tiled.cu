@@ -94,13 +94,16 @@ __global__ void __launch_bounds__(kThreads) fused(const E* __restrict__ q, const
       }
       sp[row * kKeys + lane] = p;
       __syncwarp();
-      KL_UNROLL
-      for (int c = 0; c < kOutPerLane; ++c) {
-        if (lane + 32 * c >= m.dv) continue;
-        float sum = 0;
-        for (int jj = 0; jj < keys; ++jj) sum += sp[row * kKeys + jj] * to_f32(sv_tile[jj * vs + lane + 32 * c]);
-        acc[r][c] += sum;
+      float sum[kOutPerLane] = {};  // the tile's P V: each column's keys in order, then into acc
+      KL_NO_UNROLL
+      for (int jj = 0; jj < keys; ++jj) {
+        const float pj = sp[row * kKeys + jj];
+        KL_UNROLL
+        for (int c = 0; c < kOutPerLane; ++c)
+          if (lane + 32 * c < m.dv) sum[c] += pj * to_f32(sv_tile[jj * vs + lane + 32 * c]);
       }
+      KL_UNROLL
+      for (int c = 0; c < kOutPerLane; ++c) acc[r][c] += sum[c];
     }
   }
   KL_UNROLL
