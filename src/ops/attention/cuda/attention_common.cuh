@@ -70,6 +70,24 @@ inline size_t round256(size_t n) { return (n + 255) / 256 * 256; }
 // Bytes the offsets take at the workspace's head, rounded to 256 so that what follows is aligned.
 inline size_t offset_bytes(const AttentionParams& p) { return round256(2 * (size_t(p.batch) + 1) * sizeof(int64_t)); }
 
+// acc[x] += sum_jj p[jj] V[jj][lane + 32x] over one tile of `keys` keys, for a lane that holds
+// columns lane + 32x (x < kOut) of a row: each column's keys summed in order, then added to acc. Keys
+// outside, the lane's columns unrolled inside: one read of p[jj] per key, and nvcc unrolls kOut
+// columns, not kOut x keys.
+template <int kOut, class E>
+__device__ __forceinline__ void add_tile_pv(float (&acc)[kOut], const float* p, const E* v, int v_stride, int keys, int lane, int dv) {
+  float sum[kOut] = {};
+  KL_NO_UNROLL
+  for (int jj = 0; jj < keys; ++jj) {
+    const float pj = p[jj];
+    KL_UNROLL
+    for (int x = 0; x < kOut; ++x)
+      if (lane + 32 * x < dv) sum[x] += pj * rowwise::to_f32(v[jj * v_stride + lane + 32 * x]);
+  }
+  KL_UNROLL
+  for (int x = 0; x < kOut; ++x) acc[x] += sum[x];
+}
+
 // Two floats as the element pair an mma register holds (fp16 or bf16), the first in the low half.
 template <class E> __device__ __forceinline__ uint32_t pack_pair(float lo, float hi) {
   const E e[2] = {rowwise::from_f32<E>(lo), rowwise::from_f32<E>(hi)};

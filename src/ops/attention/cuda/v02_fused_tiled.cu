@@ -94,16 +94,7 @@ __global__ void __launch_bounds__(kThreads) fused(const E* __restrict__ q, const
       }
       sp[row * kKeys + lane] = p;
       __syncwarp();
-      float sum[kOutPerLane] = {};  // the tile's P V: each column's keys in order, then into acc
-      KL_NO_UNROLL
-      for (int jj = 0; jj < keys; ++jj) {
-        const float pj = sp[row * kKeys + jj];
-        KL_UNROLL
-        for (int c = 0; c < kOutPerLane; ++c)
-          if (lane + 32 * c < m.dv) sum[c] += pj * to_f32(sv_tile[jj * vs + lane + 32 * c]);
-      }
-      KL_UNROLL
-      for (int c = 0; c < kOutPerLane; ++c) acc[r][c] += sum[c];
+      attention::add_tile_pv(acc[r], sp + row * kKeys, sv_tile, vs, keys, lane, m.dv);
     }
   }
   KL_UNROLL

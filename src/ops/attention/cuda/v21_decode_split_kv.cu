@@ -126,16 +126,7 @@ __global__ void __launch_bounds__(kThreads) attend(const E* __restrict__ q, cons
       sp[row * kKeys + lane] = p;
       __syncwarp();
       const int keys = int(end - j0 < kKeys ? end - j0 : kKeys);
-      float sum[kOutPerLane] = {};  // the tile's P V: each column's keys in order, then into acc
-      KL_NO_UNROLL
-      for (int jj = 0; jj < keys; ++jj) {
-        const float pj = sp[row * kKeys + jj];
-        KL_UNROLL
-        for (int x = 0; x < kOutPerLane; ++x)
-          if (lane + 32 * x < m.dv) sum[x] += pj * to_f32(sv_tile[jj * vs + lane + 32 * x]);
-      }
-      KL_UNROLL
-      for (int x = 0; x < kOutPerLane; ++x) acc[r][x] += sum[x];
+      attention::add_tile_pv(acc[r], sp + row * kKeys, sv_tile, vs, keys, lane, m.dv);
     }
   }
   KL_UNROLL
