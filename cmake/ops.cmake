@@ -212,7 +212,7 @@ if(TARGET kl_sim)
 endif()
 
 # The CUDA rungs' static facts, from the built objects (no second compile): cuobjdump's resource
-# usage, SASS and embedded sm_90a PTX of every rung object, one file per family under
+# usage (sm_80 and sm_90a), sm_90a SASS and embedded sm_90a PTX of every rung object, one file per family under
 # build/cuda_static, read by src/ops/static_facts.cpp (list, report, tests). cuobjdump and the
 # nvdisasm it runs come from the toolkit or PyPI (nvidia-cuda-cuobjdump, nvidia-cuda-nvdisasm).
 if(NOT CMAKE_CUDA_COMPILER)
@@ -238,7 +238,8 @@ foreach(family ${KERNELAB_CUDA_FAMILIES})
   add_custom_command(
     OUTPUT ${out}
     COMMAND ${CMAKE_COMMAND} -DCUOBJDUMP=${KERNELAB_CUOBJDUMP} -DNVDISASM_DIR=${nvdisasm_dir}
-            "-DOBJECTS=$<JOIN:$<TARGET_OBJECTS:kl_${family}_cuda>,|>" -DBATCH_DIR=${CMAKE_BINARY_DIR}/cuda_batches -DOUT=${out}
+            "-DOBJECTS=$<JOIN:$<TARGET_OBJECTS:kl_${family}_cuda>,|>" -DBATCH_DIR=${CMAKE_BINARY_DIR}/cuda_batches -DSASS_ARCH=sm_90a
+            -DOUT=${out}
             -P ${CMAKE_SOURCE_DIR}/cmake/cuda_static_dump.cmake
     DEPENDS $<TARGET_OBJECTS:kl_${family}_cuda> ${CMAKE_SOURCE_DIR}/cmake/cuda_static_dump.cmake
     COMMENT "cuobjdump: resources, SASS and PTX of the ${family} rungs"
